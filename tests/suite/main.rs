@@ -1,0 +1,1 @@
+//! Workspace-level tests: one binary, one module per subject.
