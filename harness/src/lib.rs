@@ -5,3 +5,4 @@
 //! the Caller's Budget", and reports pass / fail / skip per criterion with evidence.
 
 pub mod exec;
+pub mod sandbox;

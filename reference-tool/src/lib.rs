@@ -4,3 +4,4 @@
 //! authors declare and the framework enforces, and the `reftool` binary made of real commands.
 
 pub mod duration;
+pub mod runtime;

@@ -1,0 +1,2 @@
+//! Stage: sandbox. A private directory and environment per scenario, and the search for
+//! processes a scenario left behind.

@@ -1,0 +1,1 @@
+//! The process driver against real processes.

@@ -1,0 +1,4 @@
+//! conform's integration tests: one binary, one module per subject.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
+
+mod exec;
