@@ -1,2 +1,11 @@
 //! The interruption runtime: call budgets, detached jobs, progress, checkpoints and the
 //! INCOMPLETE response ("Work Outlives the Caller's Budget").
+//!
+//! (The integration guide is completed below as the modules land.)
+
+pub mod budget;
+pub mod fsutil;
+pub mod identity;
+pub mod ids;
+pub mod quote;
+pub mod warning;

@@ -1,0 +1,111 @@
+//! Small file-system and clock helpers shared by the runtime modules.
+//!
+//! Every state file is written with [`write_atomic`]: the bytes go to a temporary file in the
+//! same directory, are flushed to disk, and the temporary file is renamed over the target. A
+//! reader (or a `kill -9` at any instant) sees either the old content or the new one, never a
+//! torn file; a waiter watching the directory with inotify sees one `IN_MOVED_TO` per write.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Milliseconds since the Unix epoch (0 if the clock is before 1970).
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
+/// Writes `bytes` to `path` atomically (temp file in the same directory + fsync + rename).
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let dir = path
+        .parent()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no parent"))?;
+    let name = path
+        .file_name()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no file name"))?;
+    let mut suffix = [0u8; 8];
+    getrandom::fill(&mut suffix).map_err(|e| io::Error::other(e.to_string()))?;
+    let tmp_name = format!(
+        ".{}.tmp-{}",
+        name.to_string_lossy(),
+        suffix.iter().map(|b| format!("{b:02x}")).collect::<String>()
+    );
+    let tmp = dir.join(tmp_name);
+    let result = (|| {
+        let mut file = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        std::fs::rename(&tmp, path)?;
+        // Persist the rename itself; a failure here is not worth failing the write for.
+        if let Ok(d) = File::open(dir) {
+            let _ = d.sync_all();
+        }
+        Ok(())
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// Writes `value` as JSON with [`write_atomic`].
+pub fn write_json_atomic<T: serde::Serialize>(path: &Path, value: &T) -> io::Result<()> {
+    let bytes = serde_json::to_vec_pretty(value).map_err(io::Error::other)?;
+    write_atomic(path, &bytes)
+}
+
+/// Reads a JSON file; `Ok(None)` when it does not exist.
+pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> io::Result<Option<T>> {
+    match std::fs::read(path) {
+        Ok(bytes) => serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// The last `max_bytes` of a file, as lossy UTF-8 starting at a line boundary when possible.
+pub fn tail(path: &Path, max_bytes: usize) -> String {
+    let Ok(bytes) = std::fs::read(path) else {
+        return String::new();
+    };
+    let start = bytes.len().saturating_sub(max_bytes);
+    let mut slice = &bytes[start..];
+    if start > 0 {
+        if let Some(nl) = slice.iter().position(|b| *b == b'\n') {
+            slice = &slice[nl + 1..];
+        }
+    }
+    String::from_utf8_lossy(slice).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn atomic_write_replaces_and_leaves_no_temp() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.json");
+        write_atomic(&path, b"one").unwrap();
+        write_atomic(&path, b"two").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"two");
+        let names: Vec<_> =
+            std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names.len(), 1, "{names:?}");
+    }
+
+    #[test]
+    fn tail_starts_at_a_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log");
+        std::fs::write(&path, "first line\nsecond line\nthird\n").unwrap();
+        assert_eq!(tail(&path, 15), "third\n");
+        assert_eq!(tail(&path, 1000), "first line\nsecond line\nthird\n");
+        assert_eq!(tail(&dir.path().join("missing"), 10), "");
+    }
+}
