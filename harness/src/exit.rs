@@ -1,0 +1,56 @@
+//! conform's own exit codes.
+//!
+//! conform follows the contract it checks: the generic codes keep their meaning, and the two
+//! outcomes specific to `conform run` use declared command-specific codes from the range the
+//! spec reserves for them (79–125).
+//!
+//! | code | name                | meaning                                                      |
+//! |------|---------------------|--------------------------------------------------------------|
+//! | 0    | `SUCCESS`           | every `must` scenario that ran passed, no baseline surprise  |
+//! | 1    | `GENERAL_ERROR`     | conform itself failed (a harness error in some scenario, an I/O fault) |
+//! | 2    | `ARG_ERROR`         | bad invocation of conform, invalid profile, baseline or snapshot directory; nothing ran |
+//! | 80   | `NOT_CONFORMANT`    | a `must` scenario failed and no baseline expected it         |
+//! | 81   | `BASELINE_MISMATCH` | the tool is conformant, but the baseline is out of date: a failure it does not list, or an entry whose scenario now passes |
+//!
+//! When several apply, the first in this order wins: `NOT_CONFORMANT`, `GENERAL_ERROR`,
+//! `BASELINE_MISMATCH`. A non-conformance is the most useful news even when something else
+//! also went wrong.
+
+use crate::outcome::{Level, RunSummary};
+
+/// Every `must` scenario that ran passed and the baseline (if any) matched.
+pub const SUCCESS: u8 = 0;
+/// conform itself failed; no verdict about the tool can be given.
+pub const GENERAL_ERROR: u8 = 1;
+/// Bad invocation of conform (flags, profile, baseline file); nothing ran.
+pub const ARG_ERROR: u8 = 2;
+/// The tool is not conformant: a `must` scenario failed unexpectedly.
+pub const NOT_CONFORMANT: u8 = 80;
+/// The baseline does not match the results (an unexpected failure or a stale entry).
+pub const BASELINE_MISMATCH: u8 = 81;
+
+/// The name of one of conform's exit codes, e.g. `NOT_CONFORMANT` for 80.
+pub fn name(code: u8) -> &'static str {
+    match code {
+        SUCCESS => "SUCCESS",
+        GENERAL_ERROR => "GENERAL_ERROR",
+        ARG_ERROR => "ARG_ERROR",
+        NOT_CONFORMANT => "NOT_CONFORMANT",
+        BASELINE_MISMATCH => "BASELINE_MISMATCH",
+        _ => "UNKNOWN",
+    }
+}
+
+/// conform's exit code for a finished run (see the module docs for the order).
+pub fn for_summary(summary: &RunSummary) -> u8 {
+    let must_failed = summary.levels.iter().any(|l| l.level == Level::Must && l.counts.fail > 0);
+    if must_failed {
+        NOT_CONFORMANT
+    } else if summary.counts.error > 0 {
+        GENERAL_ERROR
+    } else if summary.baseline_surprised() {
+        BASELINE_MISMATCH
+    } else {
+        SUCCESS
+    }
+}

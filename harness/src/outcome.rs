@@ -1,0 +1,770 @@
+//! Stage: outcome. What a run found, as plain data.
+//!
+//! Checks never panic and never return `Err` for a tool's misbehaviour: they produce
+//! [`Finding`]s, which make up a [`ScenarioResult`]; the results of a run make up a
+//! [`RunSummary`]. `Result::Err` is kept for faults of conform itself, which end up as
+//! [`Status::Error`] (the harness failed, not the tool).
+//!
+//! Everything here is colour-free and serializable: reporters (`report/`) decide how it looks.
+//!
+//! (For lib.rs: this stage comes with `pub mod outcome; pub mod event; pub mod redact;
+//! pub mod report; pub mod baseline; pub mod snapshot; pub mod exit;`.)
+//!
+//! ## Verdicts
+//!
+//! * A scenario **counts against conformance** when its level is `must`, its status is
+//!   [`Status::Fail`], and no baseline entry expected the failure.
+//! * A run is **conformant** when no scenario counts against conformance and no `must`
+//!   scenario ended in a harness error (a criterion conform could not judge cannot be claimed).
+//!   Skipped scenarios never fail a run; the coverage section says what could not be judged
+//!   and why.
+//! * A requirement's verdict ([`Verdict`]): `skipped` when none of its scenarios ran; `fail`
+//!   when a scenario of it counts against conformance; `pass` when every one of its scenarios
+//!   ran and passed; `partial` otherwise (a `should`/`may` failure, an expected failure, a
+//!   harness error on a non-`must` scenario, or some scenarios skipped). The same rule gives
+//!   the per-level verdicts.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::exec;
+
+/// How strongly the contract asks for a criterion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    /// Required: a failure makes the tool not conformant.
+    Must,
+    /// Recommended: a failure is reported but does not fail the run.
+    Should,
+    /// Optional behaviour: checked only when present.
+    May,
+}
+
+impl Level {
+    /// The lowercase word used in scenario files and reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Level::Must => "must",
+            Level::Should => "should",
+            Level::May => "may",
+        }
+    }
+}
+
+impl fmt::Display for Level {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The result of one scenario.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum Status {
+    /// Every check held.
+    Pass,
+    /// At least one check failed; the findings say which.
+    Fail,
+    /// Not run, for this reason (e.g. "profile names no `detach` role").
+    Skip {
+        /// Why the scenario could not run.
+        reason: String,
+    },
+    /// conform itself failed (could not spawn, could not create the sandbox, ...): no verdict
+    /// about the tool.
+    Error {
+        /// What went wrong in the harness.
+        message: String,
+    },
+}
+
+impl Status {
+    /// The lowercase word for the status (`pass`, `fail`, `skip`, `error`).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Status::Pass => "pass",
+            Status::Fail => "fail",
+            Status::Skip { .. } => "skip",
+            Status::Error { .. } => "error",
+        }
+    }
+
+    /// Whether the scenario ran to a verdict or was attempted (everything but a skip).
+    pub fn ran(&self) -> bool {
+        !matches!(self, Status::Skip { .. })
+    }
+}
+
+/// One failed check, with its evidence.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Finding {
+    /// The kind of check, e.g. `exit-code`, `schema`, `json-pointer`, `elapsed`,
+    /// `progress-monotonic`, `calibrated-equality`, `pipes-released`, `leaked-process`,
+    /// `stdout-not-json`, `stdout-not-utf8`, `snapshot-drift`.
+    pub check: String,
+    /// What was wrong, in one sentence.
+    pub message: String,
+    /// What the contract asks for, if it can be shown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected: Option<String>,
+    /// What the tool did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub actual: Option<String>,
+    /// The name of the step where it was seen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<String>,
+}
+
+impl Finding {
+    /// A finding of kind `check` with this message and no evidence yet.
+    pub fn new(check: impl Into<String>, message: impl Into<String>) -> Self {
+        Finding {
+            check: check.into(),
+            message: message.into(),
+            expected: None,
+            actual: None,
+            step: None,
+        }
+    }
+
+    /// Adds what was expected.
+    #[must_use]
+    pub fn expected(mut self, expected: impl Into<String>) -> Self {
+        self.expected = Some(expected.into());
+        self
+    }
+
+    /// Adds what was seen.
+    #[must_use]
+    pub fn actual(mut self, actual: impl Into<String>) -> Self {
+        self.actual = Some(actual.into());
+        self
+    }
+
+    /// Names the step where it was seen.
+    #[must_use]
+    pub fn at_step(mut self, step: impl Into<String>) -> Self {
+        self.step = Some(step.into());
+        self
+    }
+
+    /// A unified diff from `expected` to `actual`, when both are present and at least one
+    /// spans several lines (single-line values read better side by side).
+    pub fn diff(&self) -> Option<String> {
+        let (expected, actual) = (self.expected.as_deref()?, self.actual.as_deref()?);
+        if !expected.contains('\n') && !actual.contains('\n') {
+            return None;
+        }
+        Some(unified_diff(expected, actual))
+    }
+}
+
+/// A unified diff (`-` expected, `+` actual) with three lines of context, colour-free.
+pub fn unified_diff(expected: &str, actual: &str) -> String {
+    let mut expected = expected.to_owned();
+    let mut actual = actual.to_owned();
+    // A missing final newline would otherwise show up as a spurious change on the last line.
+    for text in [&mut expected, &mut actual] {
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+    }
+    similar::TextDiff::from_lines(&expected, &actual)
+        .unified_diff()
+        .context_radius(3)
+        .header("expected", "actual")
+        .to_string()
+}
+
+impl fmt::Display for Finding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "[{}] {}", self.check, self.message)?;
+        if let Some(step) = &self.step {
+            write!(f, " (step `{step}`)")?;
+        }
+        if let Some(diff) = self.diff() {
+            write!(f, "\n{}", diff.trim_end_matches('\n'))?;
+            return Ok(());
+        }
+        if let Some(expected) = &self.expected {
+            write!(f, "\n  expected: {expected}")?;
+        }
+        if let Some(actual) = &self.actual {
+            write!(f, "\n  actual:   {actual}")?;
+        }
+        Ok(())
+    }
+}
+
+/// What a step runs, for the repro line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "value", rename_all = "snake_case")]
+pub enum ReproCommand {
+    /// An argument vector (`argv[0]` first).
+    Argv(Vec<String>),
+    /// A line run with `sh -c`.
+    Shell(String),
+}
+
+/// How a step's stdin was wired, for the repro line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "value", rename_all = "snake_case")]
+pub enum ReproStdin {
+    /// `/dev/null`.
+    Closed,
+    /// A pipe fed these bytes (lossily decoded), then closed.
+    Bytes(String),
+    /// A pipe held open and never written.
+    OpenPipe,
+    /// A pseudo-terminal.
+    Pty,
+}
+
+/// Environment variables always shown in a repro line when the step set them, even when their
+/// value equals the sandbox's default: they change what the contract asks of the tool.
+pub const IMPORTANT_ENV: &[&str] = &["AGENT_CALL_BUDGET_MS", "CI", "NO_COLOR", "TERM"];
+
+/// The exact way to run a step again by hand.
+///
+/// Its `Display` is a copy-pasteable shell command, e.g.
+/// `cd /tmp/x && AGENT_CALL_BUDGET_MS=500 ./mytool analyze big.csv < /dev/null`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Repro {
+    /// Variables that differ from conform's sandbox defaults, plus the [`IMPORTANT_ENV`] ones.
+    pub env: BTreeMap<String, String>,
+    /// What was run.
+    pub command: ReproCommand,
+    /// How stdin was wired.
+    pub stdin: ReproStdin,
+    /// The working directory, if it matters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+}
+
+impl Repro {
+    /// The repro of an invocation. `defaults` is the sandbox's base environment: a variable
+    /// with the same value there is left out unless it is in [`IMPORTANT_ENV`].
+    pub fn from_invocation(
+        invocation: &exec::Invocation,
+        defaults: &BTreeMap<OsString, OsString>,
+    ) -> Self {
+        let env = invocation
+            .env
+            .iter()
+            .filter(|(name, value)| {
+                defaults.get(*name) != Some(*value)
+                    || name.to_str().is_some_and(|n| IMPORTANT_ENV.contains(&n))
+            })
+            .map(|(name, value)| {
+                (name.to_string_lossy().into_owned(), value.to_string_lossy().into_owned())
+            })
+            .collect();
+        let command = match &invocation.program {
+            exec::Program::Argv(argv) => {
+                ReproCommand::Argv(argv.iter().map(|a| a.to_string_lossy().into_owned()).collect())
+            }
+            exec::Program::Shell(line) => ReproCommand::Shell(line.clone()),
+        };
+        let stdin = match &invocation.stdin {
+            exec::StdinMode::Closed => ReproStdin::Closed,
+            exec::StdinMode::Bytes(bytes) => {
+                ReproStdin::Bytes(String::from_utf8_lossy(bytes).into_owned())
+            }
+            exec::StdinMode::OpenPipe => ReproStdin::OpenPipe,
+            exec::StdinMode::Pty => ReproStdin::Pty,
+        };
+        Repro { env, command, stdin, cwd: Some(invocation.cwd.to_string_lossy().into_owned()) }
+    }
+}
+
+/// Quotes a word for a POSIX shell: unchanged when it is made of safe characters only,
+/// otherwise in single quotes with embedded single quotes written as `'\''`.
+pub fn shell_quote(word: &str) -> String {
+    let safe = !word.is_empty()
+        && word.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+@%^".contains(&b));
+    if safe { word.to_owned() } else { format!("'{}'", word.replace('\'', r"'\''")) }
+}
+
+impl fmt::Display for Repro {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(cwd) = &self.cwd {
+            write!(f, "cd {} && ", shell_quote(cwd))?;
+        }
+        match &self.stdin {
+            ReproStdin::Bytes(text) => write!(f, "printf '%s' {} | ", shell_quote(text))?,
+            ReproStdin::OpenPipe => f.write_str("tail -f /dev/null | ")?,
+            ReproStdin::Closed | ReproStdin::Pty => {}
+        }
+        for (name, value) in &self.env {
+            write!(f, "{name}={} ", shell_quote(value))?;
+        }
+        match &self.command {
+            ReproCommand::Argv(argv) => {
+                let words: Vec<String> = argv.iter().map(|a| shell_quote(a)).collect();
+                f.write_str(&words.join(" "))?;
+            }
+            ReproCommand::Shell(line) => write!(f, "sh -c {}", shell_quote(line))?,
+        }
+        match &self.stdin {
+            ReproStdin::Closed => f.write_str(" < /dev/null"),
+            ReproStdin::Pty => f.write_str("  # stdin: a terminal (run it in one)"),
+            ReproStdin::Bytes(_) | ReproStdin::OpenPipe => Ok(()),
+        }
+    }
+}
+
+/// How a step's process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Ended {
+    /// It exited with this code.
+    Exited {
+        /// The exit code.
+        code: i32,
+    },
+    /// A signal it did not get from conform ended it.
+    Signaled {
+        /// The signal number.
+        signal: i32,
+    },
+    /// It outlived the step's timeout and conform killed its process group.
+    TimedOut,
+}
+
+impl From<exec::Termination> for Ended {
+    fn from(t: exec::Termination) -> Self {
+        match t {
+            exec::Termination::Exited(code) => Ended::Exited { code },
+            exec::Termination::Signaled(signal) => Ended::Signaled { signal },
+            exec::Termination::TimedOut => Ended::TimedOut,
+        }
+    }
+}
+
+impl fmt::Display for Ended {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Ended::Exited { code } => write!(f, "exit {code}"),
+            Ended::Signaled { signal } => write!(f, "signal {signal}"),
+            Ended::TimedOut => f.write_str("timed out"),
+        }
+    }
+}
+
+/// How many bytes of stdout a [`StepRecord`] keeps (from the start).
+pub const STDOUT_EXCERPT_BYTES: usize = 4096;
+/// How many bytes of stderr a [`StepRecord`] keeps (from the end).
+pub const STDERR_TAIL_BYTES: usize = 2048;
+
+/// Part of a captured stream, lossily decoded.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Excerpt {
+    /// The kept text.
+    pub text: String,
+    /// How many bytes the process wrote in all.
+    pub total_bytes: u64,
+    /// Whether `text` is less than what was written.
+    pub truncated: bool,
+}
+
+impl Excerpt {
+    /// The first `limit` bytes of a capture.
+    pub fn head(captured: &exec::Captured, limit: usize) -> Self {
+        let kept = &captured.bytes[..captured.bytes.len().min(limit)];
+        Excerpt {
+            text: String::from_utf8_lossy(kept).into_owned(),
+            total_bytes: captured.total_len,
+            truncated: captured.total_len > kept.len() as u64,
+        }
+    }
+
+    /// The last `limit` bytes of a capture (of what was captured).
+    pub fn tail(captured: &exec::Captured, limit: usize) -> Self {
+        let start = captured.bytes.len().saturating_sub(limit);
+        let kept = &captured.bytes[start..];
+        Excerpt {
+            text: String::from_utf8_lossy(kept).into_owned(),
+            total_bytes: captured.total_len,
+            truncated: captured.total_len > kept.len() as u64,
+        }
+    }
+}
+
+/// The evidence of one process run by a scenario.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepRecord {
+    /// The step's name, unique within its scenario (e.g. `run`, `continue-2`).
+    pub name: String,
+    /// How to run it again.
+    pub repro: Repro,
+    /// How it ended.
+    pub ended: Ended,
+    /// From spawn to exit.
+    pub elapsed_ms: u64,
+    /// From spawn to end-of-file on stdout and stderr; `None` when they stayed open.
+    pub pipes_closed_after_ms: Option<u64>,
+    /// The start of stdout.
+    pub stdout: Excerpt,
+    /// The end of stderr.
+    pub stderr: Excerpt,
+    /// The JSON object stdout held, when it held one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub envelope: Option<Value>,
+}
+
+impl StepRecord {
+    /// The record of a finished process. `envelope` is stdout parsed as JSON, if it was.
+    pub fn from_exec(
+        name: impl Into<String>,
+        repro: Repro,
+        outcome: &exec::Outcome,
+        envelope: Option<Value>,
+    ) -> Self {
+        StepRecord {
+            name: name.into(),
+            repro,
+            ended: outcome.termination.into(),
+            elapsed_ms: millis(outcome.elapsed),
+            pipes_closed_after_ms: outcome.pipes_closed_after.map(millis),
+            stdout: Excerpt::head(&outcome.stdout, STDOUT_EXCERPT_BYTES),
+            stderr: Excerpt::tail(&outcome.stderr, STDERR_TAIL_BYTES),
+            envelope,
+        }
+    }
+}
+
+/// Whole milliseconds of a duration, saturating.
+pub fn millis(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// What a baseline file said about a scenario (set by `baseline::Baseline::apply`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum BaselineMark {
+    /// The baseline expects this failure: it does not count against conformance.
+    ExpectedFailure {
+        /// The reason the baseline gives.
+        reason: String,
+    },
+    /// The baseline expects a failure but the scenario passed: the entry is stale and the run
+    /// fails until it is removed.
+    Stale {
+        /// The reason the baseline gives.
+        reason: String,
+    },
+    /// The scenario failed and a baseline is in use that does not list it.
+    Unexpected,
+}
+
+/// The result of one scenario.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScenarioResult {
+    /// The scenario id, e.g. `budget-flag-beats-env`.
+    pub id: String,
+    /// The requirement it checks, e.g. `REQ-F-080`.
+    pub requirement: String,
+    /// The acceptance criterion, in conform's words.
+    pub criterion: String,
+    /// How strongly the contract asks for it.
+    pub level: Level,
+    /// Free tags for `--only` / `--skip`.
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// Pass, fail, skip or error.
+    #[serde(flatten)]
+    pub status: Status,
+    /// The checks that failed (empty on pass).
+    #[serde(default)]
+    pub findings: Vec<Finding>,
+    /// Advisory remarks that never fail a scenario (e.g. a `[ref]` choice of the contract
+    /// that the tool made differently).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    /// Every process the scenario ran, in order.
+    #[serde(default)]
+    pub steps: Vec<StepRecord>,
+    /// Wall-clock time of the whole scenario.
+    pub duration_ms: u64,
+    /// What the baseline said, when one is in use.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<BaselineMark>,
+}
+
+impl ScenarioResult {
+    /// Whether this result makes the run not conformant (see the module docs).
+    pub fn counts_against_conformance(&self) -> bool {
+        self.level == Level::Must && self.status == Status::Fail && !self.is_expected_failure()
+    }
+
+    /// Whether a baseline expected this failure.
+    pub fn is_expected_failure(&self) -> bool {
+        matches!(self.baseline, Some(BaselineMark::ExpectedFailure { .. }))
+    }
+
+    /// Whether the baseline makes this result fail the run (stale or unexpected failure).
+    pub fn is_baseline_surprise(&self) -> bool {
+        matches!(self.baseline, Some(BaselineMark::Stale { .. } | BaselineMark::Unexpected))
+    }
+
+    /// The status as shown in reports: `xfail` for a failure the baseline expected,
+    /// otherwise the status word.
+    pub fn display_status(&self) -> &'static str {
+        if self.is_expected_failure() { "xfail" } else { self.status.as_str() }
+    }
+}
+
+/// Counts of results by status.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counts {
+    /// Scenarios in all.
+    pub total: usize,
+    /// Passed.
+    pub pass: usize,
+    /// Failed (not counting expected failures).
+    pub fail: usize,
+    /// Failed as a baseline expected.
+    pub expected_fail: usize,
+    /// Skipped.
+    pub skip: usize,
+    /// Harness errors.
+    pub error: usize,
+}
+
+impl Counts {
+    /// Adds one result.
+    pub fn add(&mut self, result: &ScenarioResult) {
+        self.total += 1;
+        match result.status {
+            Status::Pass => self.pass += 1,
+            Status::Fail if result.is_expected_failure() => self.expected_fail += 1,
+            Status::Fail => self.fail += 1,
+            Status::Skip { .. } => self.skip += 1,
+            Status::Error { .. } if result.is_expected_failure() => self.expected_fail += 1,
+            Status::Error { .. } => self.error += 1,
+        }
+    }
+}
+
+/// A verdict over a group of scenarios (a requirement, a level).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    /// Every scenario ran and passed.
+    Pass,
+    /// A scenario counts against conformance.
+    Fail,
+    /// Neither: something was skipped, or only non-`must` scenarios failed.
+    Partial,
+    /// Nothing ran.
+    Skipped,
+}
+
+impl Verdict {
+    /// The verdict of a group of results (see the module docs).
+    pub fn of<'a>(results: impl IntoIterator<Item = &'a ScenarioResult>) -> Self {
+        let mut any_ran = false;
+        let mut all_passed = true;
+        for r in results {
+            if r.counts_against_conformance() {
+                return Verdict::Fail;
+            }
+            any_ran |= r.status.ran();
+            all_passed &= r.status == Status::Pass;
+        }
+        match (any_ran, all_passed) {
+            (false, _) => Verdict::Skipped,
+            (true, true) => Verdict::Pass,
+            (true, false) => Verdict::Partial,
+        }
+    }
+
+    /// The lowercase word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Pass => "pass",
+            Verdict::Fail => "fail",
+            Verdict::Partial => "partial",
+            Verdict::Skipped => "skipped",
+        }
+    }
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The verdict on one requirement.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequirementVerdict {
+    /// The requirement id.
+    pub requirement: String,
+    /// Its verdict.
+    pub verdict: Verdict,
+    /// Its scenarios by status.
+    pub counts: Counts,
+}
+
+/// The verdict on one level.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LevelVerdict {
+    /// The level.
+    pub level: Level,
+    /// Its verdict.
+    pub verdict: Verdict,
+    /// Its scenarios by status.
+    pub counts: Counts,
+}
+
+/// Scenarios skipped for one reason.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SkipGroup {
+    /// The reason.
+    pub reason: String,
+    /// The scenarios skipped for it.
+    pub scenarios: Vec<String>,
+}
+
+/// What the run could and could not judge.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Coverage {
+    /// Scenarios that ran (pass, fail or error).
+    pub run: usize,
+    /// Scenarios skipped.
+    pub skipped: usize,
+    /// Skipped scenarios grouped by reason.
+    pub skip_reasons: Vec<SkipGroup>,
+    /// Profile roles that were missing (so their scenarios were skipped).
+    pub roles_missing: Vec<String>,
+}
+
+/// Baseline bookkeeping of a run.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BaselineSummary {
+    /// Whether a baseline was in use.
+    pub in_use: bool,
+    /// Failures the baseline expected.
+    pub expected_failures: Vec<String>,
+    /// Failures it did not list.
+    pub unexpected_failures: Vec<String>,
+    /// Entries whose scenario passed.
+    pub stale: Vec<String>,
+}
+
+/// The outcome of a whole run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunSummary {
+    /// All scenarios by status.
+    pub counts: Counts,
+    /// Verdicts per level, `must` first.
+    pub levels: Vec<LevelVerdict>,
+    /// Verdicts per requirement, sorted by requirement id.
+    pub requirements: Vec<RequirementVerdict>,
+    /// What could and could not be judged.
+    pub coverage: Coverage,
+    /// Baseline bookkeeping.
+    pub baseline: BaselineSummary,
+    /// Whether no scenario counts against conformance.
+    pub conformant: bool,
+    /// conform's exit code for this run (see `exit`).
+    pub exit_code: u8,
+    /// Wall-clock time of the run.
+    pub duration_ms: u64,
+}
+
+impl RunSummary {
+    /// Summarizes a run's results. `roles_missing` are the profile roles that were absent;
+    /// `baseline_in_use` says whether `--baseline` was given (stale entries are read from the
+    /// results' [`BaselineMark`]s).
+    pub fn compute(
+        results: &[ScenarioResult],
+        roles_missing: Vec<String>,
+        baseline_in_use: bool,
+        duration_ms: u64,
+    ) -> Self {
+        let mut counts = Counts::default();
+        let mut by_requirement: BTreeMap<&str, Vec<&ScenarioResult>> = BTreeMap::new();
+        let mut by_level: BTreeMap<Level, Vec<&ScenarioResult>> = BTreeMap::new();
+        let mut skip_reasons: Vec<SkipGroup> = Vec::new();
+        let mut baseline =
+            BaselineSummary { in_use: baseline_in_use, ..BaselineSummary::default() };
+        for r in results {
+            counts.add(r);
+            by_requirement.entry(&r.requirement).or_default().push(r);
+            by_level.entry(r.level).or_default().push(r);
+            if let Status::Skip { reason } = &r.status {
+                match skip_reasons.iter_mut().find(|g| &g.reason == reason) {
+                    Some(group) => group.scenarios.push(r.id.clone()),
+                    None => skip_reasons
+                        .push(SkipGroup { reason: reason.clone(), scenarios: vec![r.id.clone()] }),
+                }
+            }
+            match &r.baseline {
+                Some(BaselineMark::ExpectedFailure { .. }) => {
+                    baseline.expected_failures.push(r.id.clone());
+                }
+                Some(BaselineMark::Stale { .. }) => baseline.stale.push(r.id.clone()),
+                Some(BaselineMark::Unexpected) => {
+                    baseline.unexpected_failures.push(r.id.clone());
+                }
+                None => {}
+            }
+        }
+        let group_counts = |group: &[&ScenarioResult]| {
+            let mut c = Counts::default();
+            group.iter().for_each(|r| c.add(r));
+            c
+        };
+        let requirements = by_requirement
+            .into_iter()
+            .map(|(requirement, group)| RequirementVerdict {
+                requirement: requirement.to_owned(),
+                verdict: Verdict::of(group.iter().copied()),
+                counts: group_counts(&group),
+            })
+            .collect();
+        let levels = by_level
+            .into_iter()
+            .map(|(level, group)| LevelVerdict {
+                level,
+                verdict: Verdict::of(group.iter().copied()),
+                counts: group_counts(&group),
+            })
+            .collect();
+        let conformant = !results.iter().any(|r| {
+            r.counts_against_conformance()
+                || (r.level == Level::Must
+                    && matches!(r.status, Status::Error { .. })
+                    && !r.is_expected_failure())
+        });
+        let mut summary = RunSummary {
+            counts,
+            levels,
+            requirements,
+            coverage: Coverage {
+                run: counts.total - counts.skip,
+                skipped: counts.skip,
+                skip_reasons,
+                roles_missing,
+            },
+            baseline,
+            conformant,
+            exit_code: 0,
+            duration_ms,
+        };
+        summary.exit_code = crate::exit::for_summary(&summary);
+        summary
+    }
+
+    /// Whether the baseline made the run fail (an unexpected failure or a stale entry).
+    pub fn baseline_surprised(&self) -> bool {
+        !self.baseline.stale.is_empty() || !self.baseline.unexpected_failures.is_empty()
+    }
+}
