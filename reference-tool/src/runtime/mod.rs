@@ -7,5 +7,8 @@ pub mod budget;
 pub mod fsutil;
 pub mod identity;
 pub mod ids;
+pub mod jobs;
+pub mod process;
+pub mod progress;
 pub mod quote;
 pub mod warning;
