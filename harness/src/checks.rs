@@ -1,0 +1,450 @@
+//! Stage: checks. Judges what a step did against its `expect` table.
+//!
+//! Every check is independent and produces [`Finding`]s (data, never panics); a check whose
+//! subject is missing (no JSON on stdout, a pointer that is not there) says so as a finding.
+//! The vocabulary is listed in the manual (crate docs, "Checks").
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::discover::{check_rule, compact};
+use crate::exec::{Outcome, Termination};
+use crate::outcome::{Finding, StepRecord, millis};
+use crate::redact::Redactor;
+use crate::scenario::{Expect, PointerCheck};
+use crate::schemas;
+
+/// After the process exited, stdout and stderr must reach end-of-file within this long for the
+/// caller to count as released (generous: the machine may be busy).
+pub const PIPE_RELEASE_GRACE: Duration = Duration::from_millis(1000);
+
+/// Why stdout did not hold one JSON document.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StdoutProblem {
+    /// Nothing was written.
+    Empty,
+    /// The bytes are not UTF-8 (at this offset).
+    NotUtf8(usize),
+    /// The text is not exactly one JSON document.
+    NotJson(String),
+    /// More was written than conform keeps.
+    Truncated(u64),
+}
+
+/// One process a step ran, with stdout already parsed.
+#[derive(Debug, Clone)]
+pub struct Observation {
+    /// The evidence (name, repro, excerpts).
+    pub record: StepRecord,
+    /// What the driver saw.
+    pub outcome: Outcome,
+    /// stdout as one JSON document, or why not.
+    pub json: Result<Value, StdoutProblem>,
+    /// The sandbox root it ran in (for redaction).
+    pub sandbox_root: std::path::PathBuf,
+}
+
+impl Observation {
+    /// The exit code, when the process exited by itself.
+    pub fn exit_code(&self) -> Option<i32> {
+        match self.outcome.termination {
+            Termination::Exited(c) => Some(c),
+            Termination::Signaled(_) | Termination::TimedOut => None,
+        }
+    }
+
+    /// The parsed response, if stdout held one.
+    pub fn response(&self) -> Option<&Value> {
+        self.json.as_ref().ok()
+    }
+
+    /// A string at a pointer of the response.
+    pub fn str_at(&self, pointer: &str) -> Option<&str> {
+        self.response()?.pointer(pointer)?.as_str()
+    }
+}
+
+/// Parses stdout as exactly one JSON document.
+pub fn parse_stdout(outcome: &Outcome) -> Result<Value, StdoutProblem> {
+    if outcome.stdout.truncated() {
+        return Err(StdoutProblem::Truncated(outcome.stdout.total_len));
+    }
+    let bytes = &outcome.stdout.bytes;
+    let text = std::str::from_utf8(bytes).map_err(|e| StdoutProblem::NotUtf8(e.valid_up_to()))?;
+    if text.trim().is_empty() {
+        return Err(StdoutProblem::Empty);
+    }
+    serde_json::from_str(text).map_err(|e| StdoutProblem::NotJson(e.to_string()))
+}
+
+fn stdout_finding(problem: &StdoutProblem, obs: &Observation) -> Finding {
+    let excerpt = obs.record.stdout.text.chars().take(300).collect::<String>();
+    match problem {
+        StdoutProblem::Empty => Finding::new("stdout-not-json", "stdout is empty")
+            .expected("one JSON envelope on stdout")
+            .actual("nothing"),
+        StdoutProblem::NotUtf8(at) => Finding::new(
+            "stdout-not-utf8",
+            format!("stdout is not UTF-8 (bad byte at offset {at})"),
+        )
+        .expected("one JSON envelope on stdout")
+        .actual(excerpt),
+        StdoutProblem::NotJson(e) => {
+            Finding::new("stdout-not-json", format!("stdout is not one JSON document: {e}"))
+                .expected("one JSON envelope on stdout")
+                .actual(excerpt)
+        }
+        StdoutProblem::Truncated(n) => Finding::new(
+            "stdout-not-json",
+            format!("stdout is {n} bytes, more than conform keeps; not one envelope"),
+        ),
+    }
+}
+
+/// What the checks need from the running scenario.
+pub trait Resolve {
+    /// Evaluates a duration expression (`{budget} + {slack}`).
+    fn duration(&self, expr: &str) -> Result<Duration, String>;
+    /// Interpolates a template (`{@call/data/job_id}`).
+    fn text(&self, template: &str) -> Result<String, String>;
+    /// The last observation of an earlier step.
+    fn last_of(&self, step: &str) -> Option<&Observation>;
+    /// Every observation of the scenario so far, in order (this step's included).
+    fn history(&self) -> &[Observation];
+    /// The calibrated response of the role this step ran, with its sandbox root.
+    fn calibrated(&self) -> Result<(&Value, &std::path::Path), String>;
+}
+
+/// Judges one observation of a step (a copy, or the last hop of a loop) against `expect`.
+pub fn check_one(expect: &Expect, obs: &Observation, resolve: &dyn Resolve) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    let step = obs.record.name.clone();
+    let ended = obs.record.ended.to_string();
+
+    if let Some(spec) = &expect.exit {
+        let codes = spec.codes();
+        if !obs.exit_code().is_some_and(|c| codes.contains(&c)) {
+            findings.push(
+                Finding::new("exit-code", format!("{ended}, expected {}", show_codes(&codes)))
+                    .expected(show_codes(&codes))
+                    .actual(ended.clone()),
+            );
+        }
+    }
+    if !expect.exit_not.is_empty() {
+        match obs.exit_code() {
+            Some(c) if expect.exit_not.contains(&c) => findings.push(
+                Finding::new("exit-code", format!("exit {c} is one it must not be"))
+                    .expected(format!("not {}", show_codes(&expect.exit_not)))
+                    .actual(ended.clone()),
+            ),
+            Some(_) => {}
+            None => findings.push(
+                Finding::new("exit-code", format!("the process did not exit by itself ({ended})"))
+                    .expected(format!("an exit code other than {}", show_codes(&expect.exit_not)))
+                    .actual(ended.clone()),
+            ),
+        }
+    }
+
+    let needs_json = expect.schema.is_some()
+        || !expect.json.is_empty()
+        || expect.matches_calibrated == Some(true)
+        || expect.same_response_as.is_some()
+        || !expect.same.is_empty()
+        || !expect.manifest_rules.is_empty();
+    if needs_json {
+        match &obs.json {
+            Err(problem) => findings.push(stdout_finding(problem, obs)),
+            Ok(response) => json_checks(expect, obs, response, resolve, &mut findings),
+        }
+    }
+
+    if let Some(expr) = &expect.elapsed_max {
+        match resolve.duration(expr) {
+            Ok(max) if obs.outcome.elapsed > max => findings.push(
+                Finding::new(
+                    "elapsed",
+                    format!(
+                        "took {} ms, more than {expr} = {} ms",
+                        millis(obs.outcome.elapsed),
+                        millis(max)
+                    ),
+                )
+                .expected(format!("≤ {} ms", millis(max)))
+                .actual(format!("{} ms", millis(obs.outcome.elapsed))),
+            ),
+            Ok(_) => {}
+            Err(e) => findings.push(Finding::new("elapsed", e)),
+        }
+    }
+    if let Some(expr) = &expect.elapsed_min {
+        match resolve.duration(expr) {
+            Ok(min) if obs.outcome.elapsed < min => findings.push(
+                Finding::new(
+                    "elapsed",
+                    format!(
+                        "took {} ms, less than {expr} = {} ms",
+                        millis(obs.outcome.elapsed),
+                        millis(min)
+                    ),
+                )
+                .expected(format!("≥ {} ms", millis(min)))
+                .actual(format!("{} ms", millis(obs.outcome.elapsed))),
+            ),
+            Ok(_) => {}
+            Err(e) => findings.push(Finding::new("elapsed", e)),
+        }
+    }
+    if expect.pipes_released == Some(true) {
+        match obs.outcome.pipes_closed_after {
+            Some(closed) if closed <= obs.outcome.elapsed + PIPE_RELEASE_GRACE => {}
+            Some(closed) => findings.push(
+                Finding::new(
+                    "pipes-released",
+                    format!(
+                        "stdout/stderr closed {} ms after the process exited",
+                        millis(closed.saturating_sub(obs.outcome.elapsed))
+                    ),
+                )
+                .expected(format!("closed within {} ms of the exit", millis(PIPE_RELEASE_GRACE)))
+                .actual(format!("closed after {} ms", millis(closed))),
+            ),
+            None => findings.push(
+                Finding::new(
+                    "pipes-released",
+                    "stdout/stderr stayed open after the process exited: the caller is not released",
+                )
+                .expected("end-of-file on stdout and stderr when the command returns")
+                .actual(format!("still open after the exit at {} ms", millis(obs.outcome.elapsed))),
+            ),
+        }
+    }
+    if expect.progress_monotonic == Some(true) {
+        findings.extend(progress_findings(resolve.history()));
+    }
+    findings.into_iter().map(|f| f.at_step(step.clone())).collect()
+}
+
+fn json_checks(
+    expect: &Expect,
+    obs: &Observation,
+    response: &Value,
+    resolve: &dyn Resolve,
+    findings: &mut Vec<Finding>,
+) {
+    if let Some(spec) = &expect.schema {
+        for name in spec.names() {
+            match schemas::violations(name, response) {
+                Ok(v) if v.is_empty() => {}
+                Ok(v) => findings.push(
+                    Finding::new(
+                        "schema",
+                        format!("the response does not validate against {}", name.file()),
+                    )
+                    .expected(format!("a valid {}", name.file()))
+                    .actual(v.iter().take(8).cloned().collect::<Vec<_>>().join("\n")),
+                ),
+                Err(e) => findings.push(Finding::new("schema", e.to_string())),
+            }
+        }
+    }
+    for check in &expect.json {
+        pointer_check(check, response, resolve, findings);
+    }
+    for rule in &expect.manifest_rules {
+        findings.extend(check_rule(*rule, response));
+    }
+    if expect.matches_calibrated == Some(true) {
+        match resolve.calibrated() {
+            Ok((calibrated, root)) => {
+                let want = core(&Redactor::new().with_sandbox_root(root).redact(calibrated));
+                let got =
+                    core(&Redactor::new().with_sandbox_root(&obs.sandbox_root).redact(response));
+                if want != got {
+                    findings.push(
+                        Finding::new(
+                            "calibrated-equality",
+                            "the response differs from the one the work gives with --budget 0",
+                        )
+                        .expected(pretty(&want))
+                        .actual(pretty(&got)),
+                    );
+                }
+            }
+            Err(e) => findings.push(Finding::new("calibrated-equality", e)),
+        }
+    }
+    if let Some(other) = &expect.same_response_as {
+        match resolve.last_of(other).map(|o| (o.response(), &o.sandbox_root)) {
+            Some((Some(theirs), root)) => {
+                let want = core(&Redactor::new().with_sandbox_root(root).redact(theirs));
+                let got =
+                    core(&Redactor::new().with_sandbox_root(&obs.sandbox_root).redact(response));
+                if want != got {
+                    findings.push(
+                        Finding::new(
+                            "same-response",
+                            format!("the response differs from step `{other}`'s"),
+                        )
+                        .expected(pretty(&want))
+                        .actual(pretty(&got)),
+                    );
+                }
+            }
+            _ => findings.push(Finding::new(
+                "same-response",
+                format!("step `{other}` has no JSON response to compare with"),
+            )),
+        }
+    }
+}
+
+fn pointer_check(
+    check: &PointerCheck,
+    response: &Value,
+    resolve: &dyn Resolve,
+    findings: &mut Vec<Finding>,
+) {
+    let p = &check.pointer;
+    let value = response.pointer(p);
+    if let Some(present) = check.present {
+        match (present, value) {
+            (true, None) => findings.push(
+                Finding::new("json-pointer", format!("`{p}` is absent"))
+                    .expected(format!("`{p}` present"))
+                    .actual("absent"),
+            ),
+            (false, Some(v)) => findings.push(
+                Finding::new("json-pointer", format!("`{p}` is present"))
+                    .expected(format!("`{p}` absent"))
+                    .actual(compact(v)),
+            ),
+            _ => {}
+        }
+    }
+    if let Some(want) = &check.equals {
+        let want = match want {
+            Value::String(s) => match resolve.text(s) {
+                Ok(t) => Value::String(t),
+                Err(e) => {
+                    findings.push(Finding::new("json-pointer", e));
+                    return;
+                }
+            },
+            other => other.clone(),
+        };
+        if value != Some(&want) {
+            findings.push(
+                Finding::new("json-pointer", format!("`{p}` has the wrong value"))
+                    .expected(compact(&want))
+                    .actual(value.map_or_else(|| "absent".to_owned(), compact)),
+            );
+        }
+    }
+    if let Some(pattern) = &check.matches {
+        let regex =
+            resolve.text(pattern).and_then(|p| regex::Regex::new(&p).map_err(|e| e.to_string()));
+        match (regex, value.and_then(Value::as_str)) {
+            (Err(e), _) => findings.push(Finding::new("json-pointer", format!("bad pattern: {e}"))),
+            (Ok(re), Some(s)) if re.is_match(s) => {}
+            (Ok(re), _) => findings.push(
+                Finding::new("json-pointer", format!("`{p}` does not match /{re}/"))
+                    .expected(format!("a string matching /{re}/"))
+                    .actual(value.map_or_else(|| "absent".to_owned(), compact)),
+            ),
+        }
+    }
+}
+
+/// Judges the checks that look at all observations of one step together (`same`).
+pub fn check_all(expect: &Expect, step: &str, observations: &[&Observation]) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    for pointer in &expect.same {
+        let values: Vec<Option<&Value>> =
+            observations.iter().map(|o| o.response().and_then(|r| r.pointer(pointer))).collect();
+        let distinct: Vec<String> = {
+            let mut v: Vec<String> =
+                values.iter().map(|v| v.map_or_else(|| "absent".into(), compact)).collect();
+            v.sort();
+            v.dedup();
+            v
+        };
+        if values.iter().any(Option::is_none) || distinct.len() > 1 {
+            findings.push(
+                Finding::new(
+                    "same-value",
+                    format!(
+                        "`{pointer}` differs across the {} responses of the step",
+                        values.len()
+                    ),
+                )
+                .expected("one value in every response")
+                .actual(distinct.join("\n"))
+                .at_step(step),
+            );
+        }
+    }
+    findings
+}
+
+/// `data.progress.done` of every response, grouped by `data.job_id`, must never decrease.
+pub fn progress_findings(history: &[Observation]) -> Vec<Finding> {
+    let mut last: BTreeMap<String, (u64, String)> = BTreeMap::new();
+    let mut findings = Vec::new();
+    for obs in history {
+        let Some(r) = obs.response() else { continue };
+        let Some(done) = r.pointer("/data/progress/done") else { continue };
+        let job = r.pointer("/data/job_id").and_then(Value::as_str).unwrap_or("").to_owned();
+        let Some(done) = done.as_u64() else {
+            findings.push(
+                Finding::new(
+                    "progress-monotonic",
+                    "`data.progress.done` is not a whole number ≥ 0",
+                )
+                .actual(compact(done))
+                .at_step(obs.record.name.clone()),
+            );
+            continue;
+        };
+        if let Some((before, at)) = last.get(&job)
+            && done < *before
+        {
+            findings.push(
+                Finding::new(
+                    "progress-monotonic",
+                    format!("`data.progress.done` went back from {before} (step `{at}`) to {done}"),
+                )
+                .expected(format!("≥ {before}"))
+                .actual(done.to_string())
+                .at_step(obs.record.name.clone()),
+            );
+        }
+        last.insert(job, (done, obs.record.name.clone()));
+    }
+    findings
+}
+
+/// The part of a response that must match across runs of the same work: `ok`, `data`, `error`
+/// and the exit code (other `meta` and `warnings` may differ between calls).
+pub fn core(response: &Value) -> Value {
+    serde_json::json!({
+        "ok": response.get("ok"),
+        "data": response.get("data"),
+        "error": response.get("error"),
+        "exit_code": response.pointer("/meta/exit_code"),
+    })
+}
+
+fn pretty(v: &Value) -> String {
+    serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string())
+}
+
+fn show_codes(codes: &[i32]) -> String {
+    match codes {
+        [one] => format!("exit {one}"),
+        many => format!("exit in {many:?}"),
+    }
+}

@@ -1,0 +1,91 @@
+//! Stage: plan. Which scenarios of the catalogue run, and which are skipped before running and
+//! why.
+//!
+//! `--only` and `--skip` each take a requirement id (`REQ-F-080`), a scenario id or a tag;
+//! several `--only` values add up, and `--skip` removes from the result. A value that matches
+//! nothing in the catalogue is an invocation error (a typo must not silently run nothing).
+//! A scenario needing a role the profile does not define is skipped with that reason, as is one
+//! that selects instances when the profile says not how.
+
+use crate::profile::Profile;
+use crate::scenario::{Catalogue, Scenario};
+
+/// One scenario of the plan.
+#[derive(Debug, Clone)]
+pub struct Planned<'c> {
+    /// The scenario.
+    pub scenario: &'c Scenario,
+    /// Why it will not run, when known before running.
+    pub skip: Option<String>,
+}
+
+/// A filter value that matches no scenario.
+#[derive(Debug, thiserror::Error)]
+#[error("`{flag} {value}` matches no scenario id, requirement or tag (see `conform list`)")]
+pub struct FilterError {
+    /// `--only` or `--skip`.
+    pub flag: &'static str,
+    /// The value given.
+    pub value: String,
+}
+
+/// Whether a filter value selects a scenario.
+pub fn selects(value: &str, s: &Scenario) -> bool {
+    s.id == value || s.requirement == value || s.tags.iter().any(|t| t == value)
+}
+
+/// Filters the catalogue and decides the static skips.
+pub fn plan<'c>(
+    catalogue: &'c Catalogue,
+    only: &[String],
+    skip: &[String],
+    profile: &Profile,
+) -> Result<Vec<Planned<'c>>, FilterError> {
+    for (flag, values) in [("--only", only), ("--skip", skip)] {
+        for value in values {
+            if !catalogue.scenarios.iter().any(|s| selects(value, s)) {
+                return Err(FilterError { flag, value: value.clone() });
+            }
+        }
+    }
+    Ok(catalogue
+        .scenarios
+        .iter()
+        .filter(|s| only.is_empty() || only.iter().any(|v| selects(v, s)))
+        .filter(|s| !skip.iter().any(|v| selects(v, s)))
+        .map(|scenario| Planned { scenario, skip: static_skip(scenario, profile) })
+        .collect())
+}
+
+/// Why a scenario cannot run with this profile, if it cannot.
+pub fn static_skip(s: &Scenario, profile: &Profile) -> Option<String> {
+    let missing: Vec<&str> =
+        s.roles.iter().map(String::as_str).filter(|r| profile.role(r).is_none()).collect();
+    if !missing.is_empty() {
+        let names = missing.iter().map(|r| format!("`{r}`")).collect::<Vec<_>>().join(", ");
+        let role_word = if missing.len() == 1 { "role" } else { "roles" };
+        return Some(match profile.path {
+            Some(_) => format!("profile names no {names} {role_word}"),
+            None => format!("no profile (conform.toml), so no {names} {role_word}"),
+        });
+    }
+    if s.tags.iter().any(|t| t == "instance") && !profile.selects_instances() {
+        return Some(
+            "profile says not how to select an instance (`instance_env` / `instance_flag`)".into(),
+        );
+    }
+    None
+}
+
+/// The roles the plan's skipped scenarios miss (for the coverage section).
+pub fn roles_missing(planned: &[Planned<'_>], profile: &Profile) -> Vec<String> {
+    let mut roles: Vec<String> = planned
+        .iter()
+        .flat_map(|p| p.scenario.roles.iter())
+        .filter(|r| profile.role(r).is_none())
+        .cloned()
+        .collect();
+    roles.sort();
+    roles.dedup();
+    roles
+}

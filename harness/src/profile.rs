@@ -1,0 +1,341 @@
+//! Stage: profile. The vendor's `conform.toml`: which invocations of the tool have which
+//! character (the roles), how to prepare a sandbox for them, how to select an instance.
+//!
+//! Long-running behaviour cannot be provoked from a manifest alone, so the profile names it.
+//! conform never runs a mutating or destructive command that the profile did not name: the
+//! roles and the kit probes are the only invocations of such commands it makes. The format is
+//! documented in the crate docs (the manual); `schemas/profile.json` describes it as a JSON
+//! Schema. An invalid profile is an `ARG_ERROR` (2) with the file, line and column, and nothing
+//! runs.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::scenario::{StdinKind, line_col};
+
+/// The role names a profile may define (see the manual for what each promises).
+pub const ROLE_NAMES: [&str; 7] =
+    ["detach", "resume_reader", "resume_writer", "detach_only", "plain_slow", "async", "stalling"];
+
+/// The file `conform run` reads when `--profile` is not given.
+pub const DEFAULT_PROFILE: &str = "conform.toml";
+
+/// A profile as written (paths not yet resolved).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProfileFile {
+    /// Tool-wide settings.
+    #[serde(default)]
+    pub tool: ToolSection,
+    /// The roles, by name.
+    #[serde(default)]
+    pub roles: Roles,
+    /// The spec kit's probes.
+    #[serde(default)]
+    pub kit: Kit,
+}
+
+/// `[tool]`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolSection {
+    /// Environment for every invocation of the tool.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// The variable that selects an instance (e.g. `MYTOOL_INSTANCE_ID`).
+    #[serde(default)]
+    pub instance_env: Option<String>,
+    /// The flag that selects an instance (e.g. `--instance-id`); wins over `instance_env`.
+    #[serde(default)]
+    pub instance_flag: Option<String>,
+}
+
+/// `[roles.*]`: one optional table per known role.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Roles {
+    /// A `detach: true` command whose work takes at least about a second.
+    #[serde(default)]
+    pub detach: Option<Role>,
+    /// A read-only `resume: true`, `detach: false` command.
+    #[serde(default)]
+    pub resume_reader: Option<Role>,
+    /// A mutating `resume: true`, `detach: false` command.
+    #[serde(default)]
+    pub resume_writer: Option<Role>,
+    /// A `detach: true`, `resume: false` command.
+    #[serde(default)]
+    pub detach_only: Option<Role>,
+    /// A command without interruption that outlives a short `--timeout`.
+    #[serde(default)]
+    pub plain_slow: Option<Role>,
+    /// An `async: true` command (returns a job at once).
+    #[serde(default)]
+    pub r#async: Option<Role>,
+    /// An interruptible command whose progress stops (for the idle watchdog).
+    #[serde(default)]
+    pub stalling: Option<Role>,
+}
+
+impl Roles {
+    /// The defined roles by name.
+    pub fn by_name(&self) -> BTreeMap<&'static str, &Role> {
+        let all = [
+            ("detach", &self.detach),
+            ("resume_reader", &self.resume_reader),
+            ("resume_writer", &self.resume_writer),
+            ("detach_only", &self.detach_only),
+            ("plain_slow", &self.plain_slow),
+            ("async", &self.r#async),
+            ("stalling", &self.stalling),
+        ];
+        all.into_iter().filter_map(|(n, r)| r.as_ref().map(|r| (n, r))).collect()
+    }
+}
+
+/// One role: an invocation with a known character.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Role {
+    /// Arguments after the tool, e.g. `["analyze", "big.csv"]`.
+    pub argv: Vec<String>,
+    /// Extra environment for this role.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Shell commands run (`sh -c`) in the sandbox's working directory before each scenario.
+    #[serde(default)]
+    pub setup: Vec<String>,
+    /// Files or directories (relative to the profile) copied into the sandbox's working
+    /// directory, under their own names.
+    #[serde(default)]
+    pub fixtures: Vec<String>,
+    /// How stdin is wired when a step does not say.
+    #[serde(default)]
+    pub stdin: Option<StdinKind>,
+    /// Bytes written to stdin when a step does not say (excludes `stdin`).
+    #[serde(default)]
+    pub stdin_text: Option<String>,
+}
+
+/// `[kit]`: the spec kit's probes (its JSON profile maps onto these).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Kit {
+    /// Safe invocations that must finish without side effects.
+    #[serde(default)]
+    pub read: Vec<Vec<String>>,
+    /// Invocations that must be refused with ARG_ERROR 2.
+    #[serde(default)]
+    pub invalid: Vec<Vec<String>>,
+    /// Destructive invocations that must refuse without confirmation.
+    #[serde(default)]
+    pub destructive: Vec<DestructiveProbe>,
+}
+
+/// A destructive probe: run without confirmation, and with its preview flag.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DestructiveProbe {
+    /// Arguments after the tool.
+    pub argv: Vec<String>,
+    /// The flag that turns it into a preview.
+    pub dry_run_flag: String,
+}
+
+/// A validated profile with its paths resolved.
+#[derive(Debug, Clone, Default)]
+pub struct Profile {
+    /// Where the profile was read from (`None`: no profile).
+    pub path: Option<PathBuf>,
+    /// Its contents.
+    pub file: ProfileFile,
+}
+
+/// A profile that cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[error("{file}{}: {message}", location.map(|(l, c)| format!(":{l}:{c}")).unwrap_or_default())]
+pub struct ProfileError {
+    /// The profile's path as given.
+    pub file: String,
+    /// 1-based line and column, when known.
+    pub location: Option<(usize, usize)>,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl Profile {
+    /// No profile: only static and quick checks run; role scenarios are skipped.
+    pub fn none() -> Self {
+        Self::default()
+    }
+
+    /// Reads and validates a profile file.
+    pub fn load(path: &Path) -> Result<Self, ProfileError> {
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| ProfileError {
+            file: shown.clone(),
+            location: None,
+            message: format!("failed to read the profile: {e}"),
+        })?;
+        Self::parse(path, &text)
+    }
+
+    /// Parses and validates profile text; `path` resolves fixture paths.
+    pub fn parse(path: &Path, text: &str) -> Result<Self, ProfileError> {
+        let shown = path.display().to_string();
+        let file: ProfileFile = toml::from_str(text).map_err(|e| ProfileError {
+            file: shown.clone(),
+            location: e.span().map(|s| line_col(text, s.start)),
+            message: e.message().trim().to_owned(),
+        })?;
+        let profile = Profile { path: Some(path.to_path_buf()), file };
+        profile.validate().map_err(|(key, message)| ProfileError {
+            file: shown,
+            location: key.and_then(|k| locate_key(text, &k)),
+            message,
+        })?;
+        Ok(profile)
+    }
+
+    /// The directory fixture paths are relative to.
+    pub fn base_dir(&self) -> PathBuf {
+        match self.path.as_deref().and_then(Path::parent) {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        }
+    }
+
+    /// A role by name, if the profile defines it.
+    pub fn role(&self, name: &str) -> Option<&Role> {
+        self.file.roles.by_name().get(name).copied()
+    }
+
+    /// The absolute path of a fixture.
+    pub fn fixture_path(&self, fixture: &str) -> PathBuf {
+        self.base_dir().join(fixture)
+    }
+
+    /// Whether the profile says how to select an instance.
+    pub fn selects_instances(&self) -> bool {
+        self.file.tool.instance_env.is_some() || self.file.tool.instance_flag.is_some()
+    }
+
+    /// Checks what serde cannot; an error names the offending key (to locate it) and says why.
+    fn validate(&self) -> Result<(), (Option<String>, String)> {
+        let tool = &self.file.tool;
+        check_env(&tool.env, "tool.env")?;
+        if let Some(var) = &tool.instance_env
+            && !valid_env_name(var)
+        {
+            return Err((Some("instance_env".into()), format!("`{var}` is not a variable name")));
+        }
+        if let Some(flag) = &tool.instance_flag
+            && (!flag.starts_with('-') || flag.contains(char::is_whitespace))
+        {
+            return Err((
+                Some("instance_flag".into()),
+                format!("`{flag}` is not a flag (like --instance-id)"),
+            ));
+        }
+        for (name, role) in self.file.roles.by_name() {
+            let at = Some(format!("roles.{name}"));
+            if role.argv.is_empty() || role.argv.iter().all(|a| a.trim().is_empty()) {
+                return Err((at, format!("role `{name}` has an empty `argv`")));
+            }
+            check_env(&role.env, &format!("roles.{name}.env"))?;
+            if role.stdin.is_some() && role.stdin_text.is_some() {
+                return Err((
+                    at,
+                    format!("role `{name}`: `stdin` and `stdin_text` exclude each other"),
+                ));
+            }
+            for fixture in &role.fixtures {
+                let p = self.fixture_path(fixture);
+                if !p.exists() {
+                    return Err((
+                        Some(fixture.clone()),
+                        format!(
+                            "role `{name}`: fixture `{fixture}` does not exist ({})",
+                            p.display()
+                        ),
+                    ));
+                }
+                if Path::new(fixture).file_name().is_none() {
+                    return Err((
+                        Some(fixture.clone()),
+                        format!("role `{name}`: fixture `{fixture}` has no file name"),
+                    ));
+                }
+            }
+            for line in &role.setup {
+                if line.trim().is_empty() {
+                    return Err((at, format!("role `{name}` has an empty setup command")));
+                }
+            }
+        }
+        let kit = &self.file.kit;
+        for argv in kit.read.iter().chain(&kit.invalid) {
+            if argv.is_empty() {
+                return Err((Some("kit".into()), "a kit probe has an empty argv".into()));
+            }
+        }
+        for probe in &kit.destructive {
+            if probe.argv.is_empty() {
+                return Err((
+                    Some("destructive".into()),
+                    "a destructive probe has an empty argv".into(),
+                ));
+            }
+            if !probe.dry_run_flag.starts_with('-') {
+                return Err((
+                    Some("dry_run_flag".into()),
+                    format!("`{}` is not a flag (like --dry-run)", probe.dry_run_flag),
+                ));
+            }
+            let confirm = ["--yes", "-y", "--force", "-f", "--confirm"];
+            if let Some(bad) = probe.argv.iter().find(|a| confirm.contains(&a.as_str())) {
+                return Err((
+                    Some("destructive".into()),
+                    format!(
+                        "a destructive probe must not confirm itself (`{bad}`): conform never deletes on purpose"
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn valid_env_name(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+fn check_env(env: &BTreeMap<String, String>, table: &str) -> Result<(), (Option<String>, String)> {
+    for (k, v) in env {
+        if !valid_env_name(k) {
+            return Err((Some(k.clone()), format!("`{k}` in `{table}` is not a variable name")));
+        }
+        if v.contains('\0') {
+            return Err((
+                Some(k.clone()),
+                format!("the value of `{k}` in `{table}` holds a NUL byte"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Line and column of the first line mentioning `key` (for errors serde cannot place).
+fn locate_key(text: &str, key: &str) -> Option<(usize, usize)> {
+    let last = key.rsplit('.').next().unwrap_or(key);
+    let needle = if key.starts_with("roles.") && !key.contains("env") {
+        format!("[{key}]")
+    } else {
+        last.to_owned()
+    };
+    text.find(&needle).or_else(|| text.find(last)).map(|offset| line_col(text, offset))
+}

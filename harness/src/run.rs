@@ -1,0 +1,726 @@
+//! Stage: run. Executes scenarios: one sandbox each, steps in order, checks after each step,
+//! then the clean-up that makes leaks visible; `-j N` scenarios at once on plain threads
+//! pulling from one queue.
+//!
+//! After the steps (whether they passed or not), conform cancels every job it saw (each
+//! `data.cancel_command` of an INCOMPLETE response; `TOOL job cancel <id>` for a job id seen
+//! without one, when the manifest has `job.cancel`), gives the tool [`CLEANUP_GRACE`] to let its
+//! workers stop, then sweeps the sandbox: a process still carrying the sandbox marker is a
+//! `leaked-process` finding, and is killed. A scenario stops at its first step with a finding:
+//! later steps build on earlier ones and would only repeat the news.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::killpg;
+use nix::unistd::Pid;
+use serde_json::Value;
+
+use crate::calibrate::{Calibration, Calibrator};
+use crate::checks::{self, Observation, Resolve};
+use crate::discover::Commands;
+use crate::event::{Event, EventSender};
+use crate::exec::{self, Invocation, Program, StdinMode, Termination};
+use crate::outcome::{Finding, Repro, ScenarioResult, Status, StepRecord, millis};
+use crate::plan::Planned;
+use crate::profile::{Profile, Role};
+use crate::sandbox::{self, Sandbox};
+use crate::scenario::{
+    Expect, RunStep, Scenario, ShellStep, StdinKind, Step, Var, eval_duration, signal_by_name,
+    walk_template,
+};
+
+/// How long workers get to stop after their jobs were cancelled, before the sweep.
+pub const CLEANUP_GRACE: Duration = Duration::from_secs(5);
+/// Default bound on a step without calibration.
+pub const DEFAULT_STEP_LIMIT: Duration = Duration::from_secs(60);
+/// Bound on a calibration run.
+pub const CALIBRATION_LIMIT: Duration = Duration::from_secs(600);
+/// Bound on a setup command.
+pub const SETUP_LIMIT: Duration = Duration::from_secs(120);
+/// The tool's exit code INCOMPLETE (CONTRACT §1): the work goes on, run `continue_command`.
+pub const INCOMPLETE: i32 = 14;
+/// Default hop limit of a continue loop.
+pub const DEFAULT_MAX_HOPS: u32 = 100;
+
+/// Everything the scenarios of one run share.
+pub struct Engine {
+    /// The tool under test (absolute when it was given as a path).
+    pub tool: PathBuf,
+    /// The profile (possibly empty).
+    pub profile: Profile,
+    /// The commands the manifest declares (empty when it could not be read).
+    pub commands: Commands,
+    /// Role calibrations, computed once.
+    pub calibrator: Calibrator,
+    /// Keep sandbox directories (`--keep-sandboxes`).
+    pub keep_sandboxes: bool,
+}
+
+impl Engine {
+    /// An engine for this tool and profile; reads the manifest once.
+    pub fn new(tool: PathBuf, profile: Profile, keep_sandboxes: bool) -> Self {
+        let mut engine = Engine {
+            tool,
+            profile,
+            commands: Commands::default(),
+            calibrator: Calibrator::new(),
+            keep_sandboxes,
+        };
+        engine.commands = engine.discover();
+        engine
+    }
+
+    fn discover(&self) -> Commands {
+        let Ok(sandbox) = self.sandbox_for(&[]) else { return Commands::default() };
+        let mut inv =
+            sandbox.invocation(Program::Argv(vec![self.tool.clone().into(), "manifest".into()]));
+        inv.timeout = Duration::from_secs(30);
+        match exec::run(&inv).ok().and_then(|o| checks::parse_stdout(&o).ok()) {
+            Some(response) => Commands::from_manifest(&response),
+            None => Commands::default(),
+        }
+    }
+
+    /// A sandbox prepared for these roles: tool env, fixtures copied, setup run.
+    fn sandbox_for(&self, roles: &[&str]) -> Result<Sandbox, String> {
+        let mut sandbox = Sandbox::new().map_err(|e| e.to_string())?;
+        if self.keep_sandboxes {
+            sandbox.keep();
+        }
+        for (k, v) in &self.profile.file.tool.env {
+            sandbox.set_env(k, v);
+        }
+        for name in roles {
+            let Some(role) = self.profile.role(name) else { continue };
+            for fixture in &role.fixtures {
+                let source = self.profile.fixture_path(fixture);
+                let dest = Path::new(fixture).file_name().map(PathBuf::from).unwrap_or_default();
+                sandbox
+                    .copy_in(&source, &dest)
+                    .map_err(|e| format!("role `{name}`: fixture `{fixture}`: {e}"))?;
+            }
+        }
+        for name in roles {
+            let Some(role) = self.profile.role(name) else { continue };
+            let mut setup_env = Vec::new();
+            for (k, v) in &role.env {
+                setup_env.push((k.clone(), v.clone()));
+            }
+            for line in &role.setup {
+                // Setup sees the role's environment too (e.g. a pacing knob or a database path).
+                let mut inv = sandbox.invocation(Program::Shell(line.clone()));
+                inv.timeout = SETUP_LIMIT;
+                for (k, v) in &setup_env {
+                    inv.env.insert(k.into(), v.into());
+                }
+                let outcome = exec::run(&inv).map_err(|e| format!("role `{name}` setup: {e}"))?;
+                if outcome.termination != Termination::Exited(0) {
+                    return Err(format!(
+                        "role `{name}`: setup command `{line}` failed ({:?}): {}",
+                        outcome.termination,
+                        String::from_utf8_lossy(&outcome.stderr.bytes).trim()
+                    ));
+                }
+            }
+        }
+        Ok(sandbox)
+    }
+
+    /// The calibration of a role (computed once per run).
+    pub fn calibration(&self, role: &str) -> Result<Arc<Calibration>, String> {
+        self.calibrator.get(role, || self.measure(role))
+    }
+
+    fn measure(&self, role_name: &str) -> Result<Calibration, String> {
+        let role = self.profile.role(role_name).ok_or_else(|| format!("no role `{role_name}`"))?;
+        let sandbox = self.sandbox_for(&[role_name])?;
+        let mut argv = vec![self.tool.display().to_string()];
+        argv.extend(role.argv.iter().cloned());
+        argv.extend(["--budget".to_owned(), "0".to_owned()]);
+        let mut inv = sandbox.invocation(Program::Argv(argv.iter().map(OsString::from).collect()));
+        for (k, v) in &role.env {
+            inv.env.insert(k.into(), v.into());
+        }
+        inv.stdin = role_stdin(role);
+        inv.timeout = CALIBRATION_LIMIT;
+        let outcome =
+            exec::run(&inv).map_err(|e| format!("calibration of role `{role_name}`: {e}"))?;
+        let Termination::Exited(exit_code) = outcome.termination else {
+            return Err(format!(
+                "calibration of role `{role_name}` (--budget 0) did not exit by itself: {:?}",
+                outcome.termination
+            ));
+        };
+        let response = checks::parse_stdout(&outcome).map_err(|p| {
+            format!("calibration of role `{role_name}` (--budget 0) gave no JSON response: {p:?}")
+        })?;
+        Ok(Calibration {
+            role: role_name.to_owned(),
+            duration: outcome.elapsed,
+            exit_code,
+            response,
+            sandbox_root: sandbox.root().to_path_buf(),
+        })
+    }
+
+    /// Runs the plan with `jobs` worker threads, sending events; returns the results in plan
+    /// order.
+    pub fn run_plan(
+        &self,
+        planned: &[Planned<'_>],
+        jobs: usize,
+        events: &EventSender,
+    ) -> Vec<ScenarioResult> {
+        let next = AtomicUsize::new(0);
+        let results: Vec<std::sync::Mutex<Option<ScenarioResult>>> =
+            planned.iter().map(|_| std::sync::Mutex::new(None)).collect();
+        std::thread::scope(|scope| {
+            for _ in 0..jobs.max(1).min(planned.len().max(1)) {
+                scope.spawn(|| {
+                    loop {
+                        let i = next.fetch_add(1, Ordering::SeqCst);
+                        let Some(p) = planned.get(i) else { break };
+                        let result = match &p.skip {
+                            Some(reason) => skipped(p.scenario, reason.clone()),
+                            None => {
+                                events.send(Event::ScenarioStarted { id: p.scenario.id.clone() });
+                                self.run_scenario(p.scenario)
+                            }
+                        };
+                        events.send(Event::ScenarioFinished(Box::new(result.clone())));
+                        if let Ok(mut slot) = results[i].lock() {
+                            *slot = Some(result);
+                        }
+                    }
+                });
+            }
+        });
+        results
+            .into_iter()
+            .zip(planned)
+            .map(|(slot, p)| {
+                slot.into_inner().ok().flatten().unwrap_or_else(|| ScenarioResult {
+                    status: Status::Error { message: "the scenario's worker thread failed".into() },
+                    ..skipped(p.scenario, String::new())
+                })
+            })
+            .collect()
+    }
+
+    /// Runs one scenario to its result (never panics on the tool's behaviour).
+    pub fn run_scenario(&self, scenario: &Scenario) -> ScenarioResult {
+        let started = Instant::now();
+        let mut result = skipped(scenario, String::new());
+        let mut notes = Vec::new();
+        let calibration = if scenario.needs_calibration() {
+            let Some(role) = scenario.primary_role() else {
+                result.status = Status::Error {
+                    message: "scenario needs calibration but names no role".into(),
+                };
+                return result;
+            };
+            match self.calibration(role) {
+                Ok(c) => {
+                    notes.push(c.describe());
+                    if scenario.needs_interruptible() && !c.interruptible() {
+                        result.status = Status::Skip { reason: c.too_fast_reason() };
+                        result.notes = notes;
+                        return result;
+                    }
+                    Some(c)
+                }
+                Err(e) => {
+                    result.status = Status::Error { message: e };
+                    result.duration_ms = millis(started.elapsed());
+                    return result;
+                }
+            }
+        } else {
+            None
+        };
+        let roles: Vec<&str> = scenario.roles.iter().map(String::as_str).collect();
+        let sandbox = match self.sandbox_for(&roles) {
+            Ok(s) => s,
+            Err(e) => {
+                result.status =
+                    Status::Error { message: format!("failed to prepare the sandbox: {e}") };
+                result.duration_ms = millis(started.elapsed());
+                return result;
+            }
+        };
+        let mut state = ScenarioState {
+            engine: self,
+            scenario,
+            sandbox_root: sandbox.root().to_path_buf(),
+            work: sandbox.work(),
+            base_env: sandbox.env(),
+            marker: sandbox.marker().to_owned(),
+            calibration,
+            observations: Vec::new(),
+            last: BTreeMap::new(),
+            step_env: BTreeMap::new(),
+            step_role: BTreeMap::new(),
+            current_role: None,
+        };
+        let mut findings = Vec::new();
+        let mut harness_error = None;
+        for step in &scenario.steps {
+            match state.run_step(step) {
+                Ok(step_findings) => {
+                    let failed = !step_findings.is_empty();
+                    findings.extend(step_findings);
+                    if failed {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    harness_error = Some(format!("step `{}`: {e}", step.name()));
+                    break;
+                }
+            }
+        }
+        findings.extend(state.clean_up());
+        for leak in sandbox.sweep() {
+            findings.push(
+                Finding::new(
+                    "leaked-process",
+                    format!(
+                        "process {} still ran after the scenario and its cancels (killed now)",
+                        leak.pid
+                    ),
+                )
+                .expected("no process of the scenario left once its jobs are cancelled")
+                .actual(leak.cmdline.join(" ")),
+            );
+        }
+        result.steps = state.observations.iter().map(|o| o.record.clone()).collect();
+        result.status = match (harness_error, findings.is_empty()) {
+            (Some(message), _) => Status::Error { message },
+            (None, true) => Status::Pass,
+            (None, false) => Status::Fail,
+        };
+        result.findings = findings;
+        result.notes = notes;
+        result.duration_ms = millis(started.elapsed());
+        drop(sandbox);
+        result
+    }
+}
+
+/// A result for a scenario that did not run.
+fn skipped(s: &Scenario, reason: String) -> ScenarioResult {
+    ScenarioResult {
+        id: s.id.clone(),
+        requirement: s.requirement.clone(),
+        criterion: s.criterion.clone(),
+        level: s.level,
+        tags: s.tags.clone(),
+        status: Status::Skip { reason },
+        findings: Vec::new(),
+        notes: Vec::new(),
+        steps: Vec::new(),
+        duration_ms: 0,
+        baseline: None,
+    }
+}
+
+fn role_stdin(role: &Role) -> StdinMode {
+    match (&role.stdin_text, role.stdin) {
+        (Some(text), _) => StdinMode::Bytes(text.clone().into_bytes()),
+        (None, Some(kind)) => stdin_mode(kind),
+        (None, None) => StdinMode::Closed,
+    }
+}
+
+fn stdin_mode(kind: StdinKind) -> StdinMode {
+    match kind {
+        StdinKind::Closed => StdinMode::Closed,
+        StdinKind::Open => StdinMode::OpenPipe,
+        StdinKind::Pty => StdinMode::Pty,
+    }
+}
+
+/// How a duration goes into `--budget` / `--timeout`: `0`, or milliseconds with their unit.
+fn duration_arg(d: Duration) -> String {
+    match millis(d) {
+        0 => "0".to_owned(),
+        ms => format!("{ms}ms"),
+    }
+}
+
+struct ScenarioState<'e> {
+    engine: &'e Engine,
+    scenario: &'e Scenario,
+    sandbox_root: PathBuf,
+    work: PathBuf,
+    base_env: BTreeMap<OsString, OsString>,
+    marker: String,
+    calibration: Option<Arc<Calibration>>,
+    observations: Vec<Observation>,
+    /// Index in `observations` of each step's last observation.
+    last: BTreeMap<String, usize>,
+    /// The environment each run/continue step ran with (a continuation inherits it).
+    step_env: BTreeMap<String, BTreeMap<OsString, OsString>>,
+    /// The role each step ran (a continuation's is its origin's).
+    step_role: BTreeMap<String, Option<String>>,
+    /// The role of the step being checked.
+    current_role: Option<String>,
+}
+
+impl Resolve for ScenarioState<'_> {
+    fn duration(&self, expr: &str) -> Result<Duration, String> {
+        eval_duration(expr, |name| self.calibration.as_ref().and_then(|c| c.var(name)))
+    }
+
+    fn text(&self, template: &str) -> Result<String, String> {
+        walk_template(template, |var| self.var_text(var))
+    }
+
+    fn last_of(&self, step: &str) -> Option<&Observation> {
+        self.last.get(step).and_then(|&i| self.observations.get(i))
+    }
+
+    fn history(&self) -> &[Observation] {
+        &self.observations
+    }
+
+    fn calibrated(&self) -> Result<(&Value, &Path), String> {
+        let role = self.current_role.as_deref().or(self.scenario.primary_role());
+        match (&self.calibration, role) {
+            (Some(c), Some(r)) if c.role == r => Ok((&c.response, c.sandbox_root.as_path())),
+            (Some(_), Some(r)) => {
+                // A scenario compares with its primary role only; another role's calibration is
+                // computed on demand.
+                Err(format!(
+                    "no calibration of role `{r}` in this scenario (only its first role is calibrated)"
+                ))
+            }
+            _ => Err("the scenario has no calibrated role".into()),
+        }
+    }
+}
+
+impl ScenarioState<'_> {
+    fn var_text(&self, var: &Var) -> Option<String> {
+        match var {
+            Var::Calibration(name) => {
+                self.calibration.as_ref()?.var(name).map(|d| millis(d).to_string())
+            }
+            Var::Builtin(name) => Some(match name.as_str() {
+                "sandbox" => self.sandbox_root.display().to_string(),
+                "work" => self.work.display().to_string(),
+                "tool" => self.engine.tool.display().to_string(),
+                _ => return None,
+            }),
+            Var::StepValue { step, pointer } => {
+                let v = self.last_of(step)?.response()?.pointer(pointer)?;
+                Some(match v {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                })
+            }
+        }
+    }
+
+    fn record(
+        &mut self,
+        step: &str,
+        name: String,
+        inv: &Invocation,
+        outcome: exec::Outcome,
+    ) -> usize {
+        let json = checks::parse_stdout(&outcome);
+        let repro = Repro::from_invocation(inv, &self.base_env);
+        let record = StepRecord::from_exec(name, repro, &outcome, json.as_ref().ok().cloned());
+        self.observations.push(Observation {
+            record,
+            outcome,
+            json,
+            sandbox_root: self.sandbox_root.clone(),
+        });
+        let i = self.observations.len() - 1;
+        self.last.insert(step.to_owned(), i);
+        i
+    }
+
+    fn limit(&self, expr: Option<&str>) -> Result<Duration, String> {
+        match expr {
+            Some(e) => self.duration(e),
+            None => Ok(match &self.calibration {
+                Some(c) => (c.duration * 3 + Duration::from_secs(30)).max(DEFAULT_STEP_LIMIT),
+                None => DEFAULT_STEP_LIMIT,
+            }),
+        }
+    }
+
+    /// Runs one step; `Ok(findings)` (empty when it passed), `Err` for a harness fault.
+    fn run_step(&mut self, step: &Step) -> Result<Vec<Finding>, String> {
+        match step {
+            Step::Run(r) => self.run_tool(r),
+            Step::Continue(c) => self.run_continue(c),
+            Step::Cancel(c) => self.run_cancel(c),
+            Step::KillWorker(k) => {
+                let signal = signal_by_name(k.signal.as_deref().unwrap_or("KILL"))?;
+                let found = sandbox::scan(&self.marker);
+                if found.is_empty() {
+                    return Ok(vec![
+                        Finding::new(
+                            "kill-worker",
+                            "no detached worker carrying the sandbox marker was found",
+                        )
+                        .expected("a background worker process running the job")
+                        .actual("no marked process")
+                        .at_step(k.name.clone()),
+                    ]);
+                }
+                for p in &found {
+                    let _ = nix::sys::signal::kill(Pid::from_raw(p.pid as i32), signal);
+                }
+                // Let the kill land before the next step looks at the job.
+                std::thread::sleep(Duration::from_millis(200));
+                Ok(Vec::new())
+            }
+            Step::Sleep(s) => {
+                std::thread::sleep(self.duration(&s.duration)?);
+                Ok(Vec::new())
+            }
+        }
+    }
+
+    fn run_tool(&mut self, r: &RunStep) -> Result<Vec<Finding>, String> {
+        let engine = self.engine;
+        let role = match &r.role {
+            Some(name) => {
+                Some(engine.profile.role(name).ok_or_else(|| format!("no role `{name}`"))?)
+            }
+            None => None,
+        };
+        let args: Vec<String> = r.args.iter().map(|a| self.text(a)).collect::<Result<_, _>>()?;
+        if role.is_none()
+            && let Some((path, info)) = engine.commands.command_for_args(&args)
+            && info.writes()
+        {
+            return Err(format!(
+                "refusing to run `{path}`: it is {} and the profile did not name it in a role",
+                info.danger_level
+            ));
+        }
+        let mut argv: Vec<String> = vec![engine.tool.display().to_string()];
+        if let Some(role) = role {
+            argv.extend(role.argv.iter().cloned());
+        }
+        argv.extend(args);
+        let mut env = self.base_env.clone();
+        if let Some(role) = role {
+            for (k, v) in &role.env {
+                env.insert(k.into(), v.into());
+            }
+        }
+        if let Some(instance) = &r.instance {
+            let tool = &engine.profile.file.tool;
+            if let Some(flag) = &tool.instance_flag {
+                argv.extend([flag.clone(), instance.clone()]);
+            } else if let Some(var) = &tool.instance_env {
+                env.insert(var.into(), instance.into());
+            }
+        }
+        if let Some(b) = &r.budget {
+            argv.extend(["--budget".to_owned(), duration_arg(self.duration(b)?)]);
+        }
+        if let Some(t) = &r.timeout {
+            argv.extend(["--timeout".to_owned(), duration_arg(self.duration(t)?)]);
+        }
+        for (k, v) in &r.env {
+            env.insert(k.into(), self.text(v)?.into());
+        }
+        for k in &r.env_remove {
+            env.remove(&OsString::from(k));
+        }
+        let stdin = match (&r.stdin_text, r.stdin, role) {
+            (Some(t), _, _) => StdinMode::Bytes(self.text(t)?.into_bytes()),
+            (None, Some(kind), _) => stdin_mode(kind),
+            (None, None, Some(role)) => role_stdin(role),
+            (None, None, None) => StdinMode::Closed,
+        };
+        let mut inv = Invocation::new(
+            Program::Argv(argv.iter().map(OsString::from).collect()),
+            env.clone(),
+            self.work.clone(),
+        );
+        inv.stdin = stdin;
+        inv.timeout = self.limit(r.limit.as_deref())?;
+        let kill = match &r.kill_group {
+            Some(k) => Some((
+                self.duration(&k.after)?,
+                signal_by_name(k.signal.as_deref().unwrap_or("TERM"))?,
+            )),
+            None => None,
+        };
+        self.step_env.insert(r.name.clone(), env);
+        self.step_role.insert(r.name.clone(), r.role.clone());
+        self.current_role = r.role.clone();
+
+        let count = r.count.unwrap_or(1) as usize;
+        let start = Instant::now();
+        let mut running = Vec::with_capacity(count);
+        for _ in 0..count {
+            running.push(exec::spawn(&inv).map_err(|e| e.to_string())?);
+        }
+        if let Some((after, signal)) = kill {
+            std::thread::sleep(after.saturating_sub(start.elapsed()));
+            for run in &running {
+                // The group outlives its leader while any member (a worker that did not leave
+                // the caller's process group) is alive, so signal the group id directly.
+                let _ = killpg(Pid::from_raw(run.pid() as i32), signal);
+            }
+        }
+        let mut indices = Vec::with_capacity(count);
+        for (n, run) in running.into_iter().enumerate() {
+            let outcome = run.wait().map_err(|e| e.to_string())?;
+            let name = if count == 1 { r.name.clone() } else { format!("{}#{}", r.name, n + 1) };
+            indices.push(self.record(&r.name, name, &inv, outcome));
+        }
+        Ok(self.judge(&r.name, &r.expect, &indices))
+    }
+
+    fn judge(&self, step: &str, expect: &Expect, indices: &[usize]) -> Vec<Finding> {
+        let mut findings = Vec::new();
+        for &i in indices {
+            findings.extend(checks::check_one(expect, &self.observations[i], self));
+        }
+        let all: Vec<&Observation> = indices.iter().map(|&i| &self.observations[i]).collect();
+        findings.extend(checks::check_all(expect, step, &all));
+        findings
+    }
+
+    /// The command line at `pointer` of `from`'s last response, or a finding.
+    fn command_from(&self, step: &str, from: &str, pointer: &str) -> Result<String, Finding> {
+        let obs = self.last_of(from).ok_or_else(|| {
+            Finding::new("missing-command", format!("step `{from}` produced no response"))
+                .at_step(step)
+        })?;
+        match obs.str_at(pointer) {
+            Some(line) if !line.trim().is_empty() => Ok(line.to_owned()),
+            _ => Err(Finding::new(
+                "missing-command",
+                format!("the last response of step `{from}` has no `{pointer}`"),
+            )
+            .expected(format!("a non-empty string at `{pointer}`"))
+            .actual(obs.record.stdout.text.chars().take(300).collect::<String>())
+            .at_step(step)),
+        }
+    }
+
+    fn shell_invocation(&mut self, c: &ShellStep, line: String) -> Result<Invocation, String> {
+        let mut env = self.step_env.get(&c.from).cloned().unwrap_or_else(|| self.base_env.clone());
+        for (k, v) in &c.env {
+            env.insert(k.into(), self.text(v)?.into());
+        }
+        for k in &c.env_remove {
+            env.remove(&OsString::from(k));
+        }
+        let mut inv = Invocation::new(Program::Shell(line), env, self.work.clone());
+        inv.timeout = self.limit(c.limit.as_deref())?;
+        let role = self.step_role.get(&c.from).cloned().flatten();
+        self.step_env.insert(c.name.clone(), inv.env.clone());
+        self.step_role.insert(c.name.clone(), role.clone());
+        self.current_role = role;
+        Ok(inv)
+    }
+
+    fn run_continue(&mut self, c: &ShellStep) -> Result<Vec<Finding>, String> {
+        let mut line = match self.command_from(&c.name, &c.from, "/data/continue_command") {
+            Ok(l) => l,
+            Err(f) => return Ok(vec![f]),
+        };
+        let max_hops = c.max_hops.unwrap_or(DEFAULT_MAX_HOPS);
+        let mut indices = Vec::new();
+        for hop in 1..=max_hops {
+            let inv = self.shell_invocation(c, line.clone())?;
+            let outcome = exec::run(&inv).map_err(|e| e.to_string())?;
+            let i = self.record(&c.name, format!("{}#{hop}", c.name), &inv, outcome);
+            indices.push(i);
+            if self.observations[i].exit_code() != Some(INCOMPLETE) {
+                let mut findings = checks::check_one(&c.expect, &self.observations[i], self);
+                let all: Vec<&Observation> =
+                    indices.iter().map(|&i| &self.observations[i]).collect();
+                findings.extend(checks::check_all(&c.expect, &c.name, &all));
+                return Ok(findings);
+            }
+            line = match self.command_from(&c.name, &c.name, "/data/continue_command") {
+                Ok(l) => l,
+                Err(f) => return Ok(vec![f]),
+            };
+        }
+        Ok(vec![
+            Finding::new(
+                "continue-loop",
+                format!("the work did not end within {max_hops} continuations"),
+            )
+            .expected(format!("an exit other than 14 within {max_hops} runs of continue_command"))
+            .actual(format!("still 14 after {max_hops}: {line}"))
+            .at_step(c.name.clone()),
+        ])
+    }
+
+    fn run_cancel(&mut self, c: &ShellStep) -> Result<Vec<Finding>, String> {
+        let line = match self.command_from(&c.name, &c.from, "/data/cancel_command") {
+            Ok(l) => l,
+            Err(f) => return Ok(vec![f]),
+        };
+        let inv = self.shell_invocation(c, line)?;
+        let outcome = exec::run(&inv).map_err(|e| e.to_string())?;
+        let i = self.record(&c.name, c.name.clone(), &inv, outcome);
+        Ok(self.judge(&c.name, &c.expect, &[i]))
+    }
+
+    /// Cancels every job seen, then waits (bounded) for marked processes to go away. Returns
+    /// findings only for faults of the clean-up itself (none today: a failing cancel of a job
+    /// that already ended is normal).
+    fn clean_up(&mut self) -> Vec<Finding> {
+        let mut lines: BTreeSet<String> = BTreeSet::new();
+        let mut bare_ids: BTreeSet<String> = BTreeSet::new();
+        for obs in &self.observations {
+            let Some(r) = obs.response() else { continue };
+            if let Some(line) = r.pointer("/data/cancel_command").and_then(Value::as_str) {
+                lines.insert(line.to_owned());
+            } else if let Some(id) = r.pointer("/data/job_id").and_then(Value::as_str) {
+                bare_ids.insert(id.to_owned());
+            }
+        }
+        let env = self.base_env.clone();
+        let mut invocations: Vec<Invocation> = lines
+            .into_iter()
+            .map(|l| Invocation::new(Program::Shell(l), env.clone(), self.work.clone()))
+            .collect();
+        if self.engine.commands.by_path.contains_key("job.cancel") {
+            for id in bare_ids {
+                let argv = vec![
+                    self.engine.tool.clone().into_os_string(),
+                    "job".into(),
+                    "cancel".into(),
+                    id.into(),
+                ];
+                invocations.push(Invocation::new(
+                    Program::Argv(argv),
+                    env.clone(),
+                    self.work.clone(),
+                ));
+            }
+        }
+        for mut inv in invocations {
+            inv.timeout = Duration::from_secs(15);
+            let _ = exec::run(&inv);
+        }
+        let deadline = Instant::now() + CLEANUP_GRACE;
+        while Instant::now() < deadline && !sandbox::scan(&self.marker).is_empty() {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Vec::new()
+    }
+}

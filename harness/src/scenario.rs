@@ -1,0 +1,859 @@
+//! Stage: scenario model. The declarative scenario files, parsed and checked.
+//!
+//! Every file under `scenarios/<REQUIREMENT>/<id>.toml` is compiled into the binary (see
+//! `build.rs`) and parsed here with `deny_unknown_fields`, so a typo in a scenario is an error
+//! with its line and column, never a silently ignored key. The format itself is documented in
+//! the crate docs (`lib.rs`), which are the manual; `schemas/scenario.json` describes the same
+//! format as a JSON Schema, and a test keeps the two in agreement.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+mod embedded {
+    include!(concat!(env!("OUT_DIR"), "/embedded.rs"));
+}
+
+pub use embedded::SCENARIO_FILES;
+pub use embedded::SCHEMA_FILES;
+
+pub use crate::outcome::Level;
+
+/// One scenario: one acceptance criterion of one requirement.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Unique id, equal to the file's stem.
+    pub id: String,
+    /// The requirement, e.g. `REQ-F-080`; equal to the file's directory.
+    pub requirement: String,
+    /// The acceptance criterion, in our words.
+    pub criterion: String,
+    /// must / should / may.
+    pub level: Level,
+    /// Profile roles the scenario needs; the first is its primary role (whose calibration the
+    /// duration variables refer to). A missing role skips the scenario with the reason.
+    #[serde(default)]
+    pub roles: Vec<String>,
+    /// Free labels for `--only` / `--skip`.
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// Why the scenario is built the way it is (shown by `conform explain`).
+    #[serde(default)]
+    pub notes: Option<String>,
+    /// What to do, in order.
+    pub steps: Vec<Step>,
+}
+
+/// One step of a scenario, chosen by its `action` key.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "action", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum Step {
+    /// Run the tool (once, or `count` times at once).
+    Run(RunStep),
+    /// Run `data.continue_command` of an earlier step's last response through `sh -c`,
+    /// verbatim, again and again while it exits 14.
+    Continue(ShellStep),
+    /// Run `data.cancel_command` of an earlier step's last response through `sh -c`.
+    Cancel(ShellStep),
+    /// Find the detached worker (a process carrying the sandbox marker that is not a step's
+    /// direct child) and send it a signal.
+    KillWorker(KillWorkerStep),
+    /// Wait.
+    Sleep(SleepStep),
+}
+
+/// `action = "run"`: one invocation of the tool.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunStep {
+    /// Name, unique in the scenario; later steps refer to it.
+    pub name: String,
+    /// The profile role whose `argv` follows the tool; without it, only `args` follow.
+    #[serde(default)]
+    pub role: Option<String>,
+    /// Arguments after the role's argv (or after the tool). `{var}` and `{@step/pointer}` are
+    /// replaced (see the manual).
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Appends `--budget <value>`: a duration expression (`"{budget}"`, `"2s"`, `"0"`).
+    #[serde(default)]
+    pub budget: Option<String>,
+    /// Appends `--timeout <value>`: a duration expression.
+    #[serde(default)]
+    pub timeout: Option<String>,
+    /// Extra environment for this step (values interpolated).
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Variables removed from the environment.
+    #[serde(default)]
+    pub env_remove: Vec<String>,
+    /// How stdin is wired; default: the role's `stdin`, else closed.
+    #[serde(default)]
+    pub stdin: Option<StdinKind>,
+    /// Bytes written to stdin (then closed); excludes `stdin`.
+    #[serde(default)]
+    pub stdin_text: Option<String>,
+    /// Selects this instance name through the profile's `instance_env` / `instance_flag`.
+    #[serde(default)]
+    pub instance: Option<String>,
+    /// Run this many identical copies at once (default 1).
+    #[serde(default)]
+    pub count: Option<u32>,
+    /// Send a signal to the step's process group this long after the start.
+    #[serde(default)]
+    pub kill_group: Option<KillGroup>,
+    /// conform's own bound on the step (duration expression); the process group is killed
+    /// after it. Default: generous, derived from the calibration when there is one.
+    #[serde(default)]
+    pub limit: Option<String>,
+    /// What must hold.
+    #[serde(default)]
+    pub expect: Expect,
+}
+
+/// `action = "continue"` / `"cancel"`: a command line taken from an earlier response.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShellStep {
+    /// Name, unique in the scenario.
+    pub name: String,
+    /// The earlier step whose last response carries the command.
+    pub from: String,
+    /// Continue only: the most hops before the loop is a finding (default 100).
+    #[serde(default)]
+    pub max_hops: Option<u32>,
+    /// Extra environment on top of the `from` step's environment.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Variables removed from the environment.
+    #[serde(default)]
+    pub env_remove: Vec<String>,
+    /// conform's bound on each hop (duration expression).
+    #[serde(default)]
+    pub limit: Option<String>,
+    /// What must hold (of the last response; `progress_monotonic` and `same` see all).
+    #[serde(default)]
+    pub expect: Expect,
+}
+
+/// `action = "kill-worker"`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KillWorkerStep {
+    /// Name, unique in the scenario.
+    pub name: String,
+    /// Signal name (`KILL`, `TERM`, `INT`); default `KILL`.
+    #[serde(default)]
+    pub signal: Option<String>,
+}
+
+/// `action = "sleep"`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SleepStep {
+    /// Name, unique in the scenario.
+    pub name: String,
+    /// How long (duration expression).
+    pub duration: String,
+}
+
+/// How a step's standard input is wired.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StdinKind {
+    /// `/dev/null`.
+    Closed,
+    /// A pipe held open and never written.
+    Open,
+    /// A pseudo-terminal (interactive mode).
+    Pty,
+}
+
+/// A signal to the step's process group, `after` its start.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KillGroup {
+    /// Duration expression from the start of the step.
+    pub after: String,
+    /// Signal name (`KILL`, `TERM`, `INT`); default `TERM`.
+    #[serde(default)]
+    pub signal: Option<String>,
+}
+
+/// Exit code expectation: one code or a set.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ExitSpec {
+    /// Exactly this code.
+    One(i32),
+    /// Any of these codes.
+    AnyOf(Vec<i32>),
+}
+
+impl ExitSpec {
+    /// The accepted codes.
+    pub fn codes(&self) -> Vec<i32> {
+        match self {
+            Self::One(c) => vec![*c],
+            Self::AnyOf(v) => v.clone(),
+        }
+    }
+}
+
+/// Wire-format schema names a response can be checked against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SchemaName {
+    /// `schemas/response-envelope.json`.
+    Envelope,
+    /// `schemas/incomplete-response.json`.
+    Incomplete,
+    /// `schemas/manifest-response.json` (bare, or the `data` of an envelope).
+    Manifest,
+}
+
+impl SchemaName {
+    /// The file in `schemas/`.
+    pub fn file(self) -> &'static str {
+        match self {
+            Self::Envelope => "response-envelope.json",
+            Self::Incomplete => "incomplete-response.json",
+            Self::Manifest => "manifest-response.json",
+        }
+    }
+}
+
+/// One schema or several.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum SchemaSpec {
+    /// One schema.
+    One(SchemaName),
+    /// All of these.
+    All(Vec<SchemaName>),
+}
+
+impl SchemaSpec {
+    /// The schemas named.
+    pub fn names(&self) -> Vec<SchemaName> {
+        match self {
+            Self::One(s) => vec![*s],
+            Self::All(v) => v.clone(),
+        }
+    }
+}
+
+/// The static registration rules of the manifest (CONTRACT §2), each checkable on its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ManifestRule {
+    /// `interruption` never has both `detach` and `resume` false.
+    DetachOrResume,
+    /// `interruption` comes with an exit-code entry `"14"`.
+    IncompleteEntry,
+    /// The `"14"` entry is `retryable: true, side_effects: "none"` on safe commands and
+    /// `retryable: false, side_effects: "partial"` on writers.
+    IncompleteEntryShape,
+    /// No `interruption` with `async: true`, a streaming declaration or `stdout: "protocol"`.
+    NotAsyncOrStreaming,
+    /// `resume: true` on a mutating/destructive command has an `idempotency-key` flag.
+    ResumableWriterHasKey,
+    /// Interruptible commands have a `budget` flag; others (`job.*` built-ins aside) none.
+    BudgetFlagOnlyWhenInterruptible,
+}
+
+impl ManifestRule {
+    /// Every rule.
+    pub const ALL: [ManifestRule; 6] = [
+        Self::DetachOrResume,
+        Self::IncompleteEntry,
+        Self::IncompleteEntryShape,
+        Self::NotAsyncOrStreaming,
+        Self::ResumableWriterHasKey,
+        Self::BudgetFlagOnlyWhenInterruptible,
+    ];
+}
+
+/// A check of one JSON value in a response, addressed by a JSON pointer (RFC 6901).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PointerCheck {
+    /// The JSON pointer, e.g. `/data/state`.
+    pub pointer: String,
+    /// The value must equal this (strings are interpolated first).
+    #[serde(default)]
+    pub equals: Option<serde_json::Value>,
+    /// The value must be a string matching this regular expression (interpolated first).
+    #[serde(default)]
+    pub matches: Option<String>,
+    /// `true`: the value must be there; `false`: it must be absent.
+    #[serde(default)]
+    pub present: Option<bool>,
+}
+
+/// What must hold after a step. Every field is one independent check; absent fields check
+/// nothing.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Expect {
+    /// The exit code (one, or any of a list).
+    #[serde(default)]
+    pub exit: Option<ExitSpec>,
+    /// Exit codes that are wrong.
+    #[serde(default)]
+    pub exit_not: Vec<i32>,
+    /// stdout is one JSON document valid against this schema (or all of these).
+    #[serde(default)]
+    pub schema: Option<SchemaSpec>,
+    /// Pointer checks on the response.
+    #[serde(default)]
+    pub json: Vec<PointerCheck>,
+    /// The step took at most this long (duration expression).
+    #[serde(default)]
+    pub elapsed_max: Option<String>,
+    /// The step took at least this long (duration expression).
+    #[serde(default)]
+    pub elapsed_min: Option<String>,
+    /// stdout and stderr reached end-of-file soon after the process exited.
+    #[serde(default)]
+    pub pipes_released: Option<bool>,
+    /// `data.progress.done` never decreases across the scenario's responses so far (per job).
+    #[serde(default)]
+    pub progress_monotonic: Option<bool>,
+    /// After redaction, the response equals the calibrated (`--budget 0`) response of the role.
+    #[serde(default)]
+    pub matches_calibrated: Option<bool>,
+    /// After redaction, the response equals that earlier step's last response.
+    #[serde(default)]
+    pub same_response_as: Option<String>,
+    /// These pointers have one value across all responses of the step (copies, hops).
+    #[serde(default)]
+    pub same: Vec<String>,
+    /// The static registration rules the (manifest) response must keep.
+    #[serde(default)]
+    pub manifest_rules: Vec<ManifestRule>,
+}
+
+impl Step {
+    /// The step's name.
+    pub fn name(&self) -> &str {
+        match self {
+            Self::Run(s) => &s.name,
+            Self::Continue(s) | Self::Cancel(s) => &s.name,
+            Self::KillWorker(s) => &s.name,
+            Self::Sleep(s) => &s.name,
+        }
+    }
+
+    /// The step's action keyword.
+    pub fn action(&self) -> &'static str {
+        match self {
+            Self::Run(_) => "run",
+            Self::Continue(_) => "continue",
+            Self::Cancel(_) => "cancel",
+            Self::KillWorker(_) => "kill-worker",
+            Self::Sleep(_) => "sleep",
+        }
+    }
+
+    /// The step's expectations, if it has any.
+    pub fn expect(&self) -> Option<&Expect> {
+        match self {
+            Self::Run(s) => Some(&s.expect),
+            Self::Continue(s) | Self::Cancel(s) => Some(&s.expect),
+            Self::KillWorker(_) | Self::Sleep(_) => None,
+        }
+    }
+
+    /// Every string of the step that is interpolated, for validation.
+    fn templates(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = Vec::new();
+        match self {
+            Self::Run(s) => {
+                out.extend(s.args.iter().map(String::as_str));
+                out.extend(s.env.values().map(String::as_str));
+                out.extend(s.budget.as_deref());
+                out.extend(s.timeout.as_deref());
+                out.extend(s.limit.as_deref());
+                out.extend(s.stdin_text.as_deref());
+                if let Some(k) = &s.kill_group {
+                    out.push(&k.after);
+                }
+                expect_templates(&s.expect, &mut out);
+            }
+            Self::Continue(s) | Self::Cancel(s) => {
+                out.extend(s.env.values().map(String::as_str));
+                out.extend(s.limit.as_deref());
+                expect_templates(&s.expect, &mut out);
+            }
+            Self::KillWorker(_) => {}
+            Self::Sleep(s) => out.push(&s.duration),
+        }
+        out
+    }
+
+    /// The duration expressions of the step (they must parse as such).
+    fn duration_exprs(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = Vec::new();
+        match self {
+            Self::Run(s) => {
+                out.extend(s.budget.as_deref());
+                out.extend(s.timeout.as_deref());
+                out.extend(s.limit.as_deref());
+                if let Some(k) = &s.kill_group {
+                    out.push(&k.after);
+                }
+                out.extend(s.expect.elapsed_max.as_deref());
+                out.extend(s.expect.elapsed_min.as_deref());
+            }
+            Self::Continue(s) | Self::Cancel(s) => {
+                out.extend(s.limit.as_deref());
+                out.extend(s.expect.elapsed_max.as_deref());
+                out.extend(s.expect.elapsed_min.as_deref());
+            }
+            Self::KillWorker(_) => {}
+            Self::Sleep(s) => out.push(&s.duration),
+        }
+        out
+    }
+}
+
+fn expect_templates<'a>(e: &'a Expect, out: &mut Vec<&'a str>) {
+    out.extend(e.elapsed_max.as_deref());
+    out.extend(e.elapsed_min.as_deref());
+    for p in &e.json {
+        out.extend(p.matches.as_deref());
+        if let Some(serde_json::Value::String(s)) = &p.equals {
+            out.push(s);
+        }
+    }
+}
+
+impl Scenario {
+    /// The primary role (the first named), whose calibration the variables refer to.
+    pub fn primary_role(&self) -> Option<&str> {
+        self.roles.first().map(String::as_str)
+    }
+
+    /// Whether the scenario needs a calibrated role (it uses a calibration variable or compares
+    /// with the calibrated response).
+    pub fn needs_calibration(&self) -> bool {
+        self.steps.iter().any(|s| {
+            s.templates()
+                .iter()
+                .any(|t| template_vars(t).iter().any(|v| matches!(v, Var::Calibration(_))))
+                || s.expect().is_some_and(|e| e.matches_calibrated == Some(true))
+        })
+    }
+
+    /// Whether the scenario interrupts the work (uses `{budget}` / `{half_budget}`), so a role
+    /// too fast to interrupt skips it.
+    pub fn needs_interruptible(&self) -> bool {
+        self.steps.iter().any(|s| {
+            s.templates().iter().any(|t| {
+                template_vars(t).iter().any(|v| {
+                    matches!(v, Var::Calibration(name) if INTERRUPTION_VARS.contains(&name.as_str()))
+                })
+            })
+        })
+    }
+}
+
+/// The calibration variables (see the manual for how each is derived).
+pub const CALIBRATION_VARS: [&str; 5] =
+    ["calibrated", "budget", "half_budget", "long_budget", "slack"];
+
+/// The variables that only make sense for work long enough to interrupt.
+pub const INTERRUPTION_VARS: [&str; 2] = ["budget", "half_budget"];
+
+/// A reference inside `{...}` in a template.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Var {
+    /// `{budget}` and friends.
+    Calibration(String),
+    /// `{@step/json/pointer}`: a value of an earlier step's last response.
+    StepValue {
+        /// The step.
+        step: String,
+        /// The pointer (starting with `/`, or empty for the whole document).
+        pointer: String,
+    },
+    /// `{sandbox}`: the scenario's sandbox root; `{work}`: its working directory; `{tool}`.
+    Builtin(String),
+}
+
+/// Builtin template variables.
+pub const BUILTIN_VARS: [&str; 3] = ["sandbox", "work", "tool"];
+
+/// Every `{...}` reference of a template. `{{` and `}}` stand for literal braces.
+pub fn template_vars(template: &str) -> Vec<Var> {
+    let mut vars = Vec::new();
+    let _ = walk_template(template, |v| {
+        vars.push(v.clone());
+        Some(String::new())
+    });
+    vars
+}
+
+/// Replaces every `{...}` of `template` through `lookup`; `None` from lookup is an error
+/// naming the reference.
+pub fn walk_template(
+    template: &str,
+    mut lookup: impl FnMut(&Var) -> Option<String>,
+) -> Result<String, String> {
+    let mut out = String::new();
+    let mut rest = template;
+    while let Some(pos) = rest.find(['{', '}']) {
+        out.push_str(&rest[..pos]);
+        let c = &rest[pos..];
+        if c.starts_with("{{") {
+            out.push('{');
+            rest = &c[2..];
+        } else if c.starts_with("}}") {
+            out.push('}');
+            rest = &c[2..];
+        } else if c.starts_with('}') {
+            return Err(format!("unmatched `}}` in {template:?}"));
+        } else {
+            let Some(end) = c.find('}') else {
+                return Err(format!("unclosed `{{` in {template:?}"));
+            };
+            let name = &c[1..end];
+            let var = parse_var(name)?;
+            match lookup(&var) {
+                Some(v) => out.push_str(&v),
+                None => return Err(format!("no value for `{{{name}}}`")),
+            }
+            rest = &c[end + 1..];
+        }
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+fn parse_var(name: &str) -> Result<Var, String> {
+    if let Some(step_ref) = name.strip_prefix('@') {
+        let (step, pointer) = match step_ref.find('/') {
+            Some(i) => (&step_ref[..i], &step_ref[i..]),
+            None => (step_ref, ""),
+        };
+        if step.is_empty() {
+            return Err(format!("`{{{name}}}` names no step"));
+        }
+        return Ok(Var::StepValue { step: step.to_owned(), pointer: pointer.to_owned() });
+    }
+    if CALIBRATION_VARS.contains(&name) {
+        return Ok(Var::Calibration(name.to_owned()));
+    }
+    if BUILTIN_VARS.contains(&name) {
+        return Ok(Var::Builtin(name.to_owned()));
+    }
+    Err(format!(
+        "unknown variable `{{{name}}}` (known: {}, {}, and {{@step/pointer}})",
+        CALIBRATION_VARS.map(|v| format!("{{{v}}}")).join(", "),
+        BUILTIN_VARS.map(|v| format!("{{{v}}}")).join(", ")
+    ))
+}
+
+/// A duration expression: terms joined by `+`; a term is a duration literal (`2s`, `1500ms`,
+/// `1m`, bare milliseconds) or a variable `{name}`, optionally preceded by `N *`.
+pub fn eval_duration(
+    expr: &str,
+    mut var: impl FnMut(&str) -> Option<Duration>,
+) -> Result<Duration, String> {
+    let mut total = Duration::ZERO;
+    for term in expr.split('+') {
+        let term = term.trim();
+        let (factor, atom) = match term.split_once('*') {
+            Some((n, a)) => {
+                let n: u32 = n.trim().parse().map_err(|_| {
+                    format!("`{}` in {expr:?} is not a whole-number factor", n.trim())
+                })?;
+                (n, a.trim())
+            }
+            None => (1, term),
+        };
+        let value = if let Some(name) = atom.strip_prefix('{').and_then(|a| a.strip_suffix('}')) {
+            var(name).ok_or_else(|| format!("no value for `{{{name}}}` in {expr:?}"))?
+        } else {
+            parse_duration_literal(atom).ok_or_else(|| {
+                format!("`{atom}` in {expr:?} is not a duration (e.g. 2s, 1500ms, 1m, {{budget}})")
+            })?
+        };
+        total += value * factor;
+    }
+    Ok(total)
+}
+
+/// `5s`, `2000ms`, `1m`, or bare milliseconds.
+pub fn parse_duration_literal(text: &str) -> Option<Duration> {
+    let text = text.trim();
+    let (digits, unit_ms) = if let Some(n) = text.strip_suffix("ms") {
+        (n, 1)
+    } else if let Some(n) = text.strip_suffix('s') {
+        (n, 1000)
+    } else if let Some(n) = text.strip_suffix('m') {
+        (n, 60_000)
+    } else {
+        (text, 1)
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let n: u64 = digits.parse().ok()?;
+    Some(Duration::from_millis(n.checked_mul(unit_ms)?))
+}
+
+/// A scenario file that does not parse or does not make sense.
+#[derive(Debug, thiserror::Error)]
+#[error("{file}{}: {message}", location.map(|(l, c)| format!(":{l}:{c}")).unwrap_or_default())]
+pub struct ScenarioError {
+    /// The file, relative to `scenarios/`.
+    pub file: String,
+    /// 1-based line and column, when known.
+    pub location: Option<(usize, usize)>,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// 1-based line and column of a byte offset.
+pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(text.len());
+    let before = &text[..offset];
+    let line = before.matches('\n').count() + 1;
+    let col =
+        before.rfind('\n').map_or(before.chars().count(), |i| before[i + 1..].chars().count()) + 1;
+    (line, col)
+}
+
+/// Parses one scenario file (`rel` is its path relative to `scenarios/`) and checks it.
+pub fn parse_scenario(rel: &str, text: &str) -> Result<Scenario, ScenarioError> {
+    let scenario: Scenario = toml::from_str(text).map_err(|e| ScenarioError {
+        file: rel.to_owned(),
+        location: e.span().map(|s| line_col(text, s.start)),
+        message: e.message().trim().to_owned(),
+    })?;
+    let fail = |message: String| ScenarioError { file: rel.to_owned(), location: None, message };
+    let (dir, stem) = match rel.rsplit_once('/') {
+        Some((d, f)) => (d, f.strip_suffix(".toml").unwrap_or(f)),
+        None => ("", rel.strip_suffix(".toml").unwrap_or(rel)),
+    };
+    if scenario.id != stem {
+        return Err(fail(format!("id `{}` differs from the file name `{stem}`", scenario.id)));
+    }
+    if scenario.requirement != dir {
+        return Err(fail(format!(
+            "requirement `{}` differs from the directory `{dir}`",
+            scenario.requirement
+        )));
+    }
+    validate(&scenario).map_err(fail)?;
+    Ok(scenario)
+}
+
+fn validate(s: &Scenario) -> Result<(), String> {
+    let id_ok = |v: &str| {
+        !v.is_empty()
+            && v.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+    };
+    if !id_ok(&s.id) {
+        return Err(format!("id `{}` must be lowercase letters, digits and dashes", s.id));
+    }
+    let req = regex::Regex::new(r"^REQ-[A-Z]-[0-9]{3}$").map_err(|e| e.to_string())?;
+    if !req.is_match(&s.requirement) {
+        return Err(format!("requirement `{}` is not like REQ-F-080", s.requirement));
+    }
+    if s.criterion.trim().is_empty() {
+        return Err("criterion is empty".into());
+    }
+    if s.steps.is_empty() {
+        return Err("a scenario needs at least one step".into());
+    }
+    let roles: BTreeSet<&str> = s.roles.iter().map(String::as_str).collect();
+    for role in &roles {
+        if !crate::profile::ROLE_NAMES.contains(role) {
+            return Err(format!(
+                "unknown role `{role}` (known: {})",
+                crate::profile::ROLE_NAMES.join(", ")
+            ));
+        }
+    }
+    let mut seen: BTreeMap<&str, &Step> = BTreeMap::new();
+    for step in &s.steps {
+        let name = step.name();
+        if !id_ok(name) {
+            return Err(format!("step name `{name}` must be lowercase letters, digits and dashes"));
+        }
+        let refer = |other: &str, what: &str| -> Result<(), String> {
+            if seen.contains_key(other) {
+                Ok(())
+            } else {
+                Err(format!("step `{name}`: {what} `{other}` is not an earlier step"))
+            }
+        };
+        for template in step.templates() {
+            let mut bad = None;
+            let _ = walk_template(template, |v| {
+                if let Var::StepValue { step: other, .. } = v
+                    && !seen.contains_key(other.as_str())
+                {
+                    bad = Some(other.clone());
+                }
+                Some(String::new())
+            })
+            .map_err(|e| format!("step `{name}`: {e}"))?;
+            if let Some(other) = bad {
+                refer(&other, "`{@...}` refers to")?;
+            }
+        }
+        for expr in step.duration_exprs() {
+            eval_duration(expr, |_| Some(Duration::ZERO))
+                .map_err(|e| format!("step `{name}`: {e}"))?;
+            for v in template_vars(expr) {
+                if !matches!(v, Var::Calibration(_)) {
+                    return Err(format!(
+                        "step `{name}`: only calibration variables may appear in durations ({expr:?})"
+                    ));
+                }
+            }
+        }
+        match step {
+            Step::Run(r) => {
+                if let Some(role) = &r.role
+                    && !roles.contains(role.as_str())
+                {
+                    return Err(format!(
+                        "step `{name}` uses role `{role}`, which the scenario does not list in `roles`"
+                    ));
+                }
+                if r.role.is_none() && r.args.is_empty() {
+                    return Err(format!("step `{name}` names neither a role nor args"));
+                }
+                if r.stdin.is_some() && r.stdin_text.is_some() {
+                    return Err(format!(
+                        "step `{name}`: `stdin` and `stdin_text` exclude each other"
+                    ));
+                }
+                if r.count == Some(0) {
+                    return Err(format!("step `{name}`: count must be at least 1"));
+                }
+                if let Some(k) = &r.kill_group {
+                    signal_by_name(k.signal.as_deref().unwrap_or("TERM"))
+                        .map_err(|e| format!("step `{name}`: {e}"))?;
+                }
+                if r.instance.is_some() && !s.tags.iter().any(|t| t == "instance") {
+                    return Err(format!(
+                        "step `{name}` selects an instance: tag the scenario `instance` so it is skipped without `instance_env`/`instance_flag`"
+                    ));
+                }
+            }
+            Step::Continue(c) | Step::Cancel(c) => {
+                refer(&c.from, "`from`")?;
+                if matches!(step, Step::Cancel(_)) && c.max_hops.is_some() {
+                    return Err(format!("step `{name}`: `max_hops` belongs to continue steps"));
+                }
+                if !matches!(seen.get(c.from.as_str()), Some(Step::Run(_) | Step::Continue(_))) {
+                    return Err(format!("step `{name}`: `from` must name a run or continue step"));
+                }
+            }
+            Step::KillWorker(k) => {
+                signal_by_name(k.signal.as_deref().unwrap_or("KILL"))
+                    .map_err(|e| format!("step `{name}`: {e}"))?;
+            }
+            Step::Sleep(_) => {}
+        }
+        if let Some(e) = step.expect() {
+            if let Some(other) = &e.same_response_as {
+                refer(other, "`same_response_as`")?;
+            }
+            for p in e.json.iter().map(|p| &p.pointer).chain(&e.same) {
+                if !(p.is_empty() || p.starts_with('/')) {
+                    return Err(format!("step `{name}`: `{p}` is not a JSON pointer"));
+                }
+            }
+            for p in &e.json {
+                if p.equals.is_none() && p.matches.is_none() && p.present.is_none() {
+                    return Err(format!(
+                        "step `{name}`: the check of `{}` says neither equals, matches nor present",
+                        p.pointer
+                    ));
+                }
+                if let Some(m) = &p.matches
+                    && template_vars(m).is_empty()
+                {
+                    regex::Regex::new(m).map_err(|e| format!("step `{name}`: bad regex: {e}"))?;
+                }
+            }
+            if e.matches_calibrated == Some(true) && s.primary_role().is_none() {
+                return Err(format!("step `{name}`: `matches_calibrated` needs a role in `roles`"));
+            }
+        }
+        if seen.insert(name, step).is_some() {
+            return Err(format!("two steps are named `{name}`"));
+        }
+    }
+    if s.needs_calibration() && s.primary_role().is_none() {
+        return Err("the scenario uses calibration variables but names no role".into());
+    }
+    Ok(())
+}
+
+/// A signal number from its name (`TERM`, `SIGTERM`, `KILL`, `INT`, `HUP`, `QUIT`).
+pub fn signal_by_name(name: &str) -> Result<nix::sys::signal::Signal, String> {
+    use nix::sys::signal::Signal;
+    let bare = name.strip_prefix("SIG").unwrap_or(name);
+    Ok(match bare {
+        "TERM" => Signal::SIGTERM,
+        "KILL" => Signal::SIGKILL,
+        "INT" => Signal::SIGINT,
+        "HUP" => Signal::SIGHUP,
+        "QUIT" => Signal::SIGQUIT,
+        other => return Err(format!("unknown signal `{other}` (TERM, KILL, INT, HUP, QUIT)")),
+    })
+}
+
+/// The scenario catalogue compiled into the binary.
+#[derive(Debug, Clone)]
+pub struct Catalogue {
+    /// Every scenario, in file order (sorted by requirement, then id).
+    pub scenarios: Vec<Scenario>,
+}
+
+impl Catalogue {
+    /// Parses every embedded scenario file; all problems are collected.
+    pub fn embedded() -> Result<Self, Vec<ScenarioError>> {
+        Self::from_files(SCENARIO_FILES.iter().copied())
+    }
+
+    /// Parses the given `(path relative to scenarios/, text)` pairs.
+    pub fn from_files<'a>(
+        files: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Result<Self, Vec<ScenarioError>> {
+        let mut scenarios = Vec::new();
+        let mut errors = Vec::new();
+        let mut ids = BTreeSet::new();
+        for (rel, text) in files {
+            match parse_scenario(rel, text) {
+                Ok(s) => {
+                    if !ids.insert(s.id.clone()) {
+                        errors.push(ScenarioError {
+                            file: rel.to_owned(),
+                            location: None,
+                            message: format!("scenario id `{}` is used twice", s.id),
+                        });
+                    }
+                    scenarios.push(s);
+                }
+                Err(e) => errors.push(e),
+            }
+        }
+        if errors.is_empty() { Ok(Self { scenarios }) } else { Err(errors) }
+    }
+
+    /// The scenario with this id.
+    pub fn get(&self, id: &str) -> Option<&Scenario> {
+        self.scenarios.iter().find(|s| s.id == id)
+    }
+}

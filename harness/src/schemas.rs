@@ -1,0 +1,81 @@
+//! The wire-format JSON Schemas (`schemas/*.json`, draft-07), embedded at build time and
+//! compiled once per process, on first use.
+//!
+//! Each schema file is self-contained (its `definitions` carry everything it refers to), so
+//! they load one by one without a registry. A schema that is missing from the build or does
+//! not compile is a fault of conform itself ([`SchemaError`]), never a finding about the tool.
+
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+use crate::scenario::{SCHEMA_FILES, SchemaName};
+
+/// A schema conform needs could not be loaded.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("failed to load schema `{file}`: {message}")]
+pub struct SchemaError {
+    /// The schema file.
+    pub file: String,
+    /// What went wrong.
+    pub message: String,
+}
+
+type Compiled = Result<jsonschema::Validator, SchemaError>;
+
+fn compiled() -> &'static BTreeMap<&'static str, Compiled> {
+    static CACHE: OnceLock<BTreeMap<&'static str, Compiled>> = OnceLock::new();
+    CACHE.get_or_init(|| {
+        SCHEMA_FILES
+            .iter()
+            .map(|(file, text)| {
+                let fail = |message: String| SchemaError { file: (*file).to_owned(), message };
+                let compiled = serde_json::from_str::<Value>(text)
+                    .map_err(|e| fail(format!("not JSON: {e}")))
+                    .and_then(|schema| {
+                        jsonschema::draft7::new(&schema).map_err(|e| fail(e.to_string()))
+                    });
+                (*file, compiled)
+            })
+            .collect()
+    })
+}
+
+/// The compiled validator of a schema file (e.g. `response-envelope.json`).
+pub fn validator(file: &str) -> Result<&'static jsonschema::Validator, SchemaError> {
+    match compiled().get(file) {
+        Some(Ok(v)) => Ok(v),
+        Some(Err(e)) => Err(e.clone()),
+        None => Err(SchemaError {
+            file: file.to_owned(),
+            message: "not embedded in this build (is it in schemas/?)".into(),
+        }),
+    }
+}
+
+/// Every violation of `instance` against `schema`, one line each (`at <pointer>: <message>`).
+/// For [`SchemaName::Manifest`], an envelope-wrapped manifest is validated through its `data`.
+pub fn violations(schema: SchemaName, instance: &Value) -> Result<Vec<String>, SchemaError> {
+    let validator = validator(schema.file())?;
+    let target = match schema {
+        SchemaName::Manifest => unwrap_manifest(instance),
+        SchemaName::Envelope | SchemaName::Incomplete => instance,
+    };
+    Ok(validator
+        .iter_errors(target)
+        .map(|e| {
+            let at = e.instance_path().to_string();
+            format!("at `{}`: {e}", if at.is_empty() { "/" } else { &at })
+        })
+        .collect())
+}
+
+/// The manifest inside a response: the response itself when it is bare, its `data` when it is
+/// wrapped in an envelope (both forms are accepted, CONTRACT §2).
+pub fn unwrap_manifest(response: &Value) -> &Value {
+    match response.get("data") {
+        Some(data) if response.get("commands").is_none() && data.is_object() => data,
+        _ => response,
+    }
+}
