@@ -1000,4 +1000,4 @@ fn is_session_leader(pid: u32) -> bool {
 
 #[cfg(test)]
 #[path = "jobs_tests.rs"]
-mod tests;
+pub(crate) mod tests;

@@ -4,6 +4,7 @@
 //! (The integration guide is completed below as the modules land.)
 
 pub mod budget;
+pub mod checkpoint;
 pub mod fsutil;
 pub mod identity;
 pub mod ids;
@@ -11,4 +12,6 @@ pub mod jobs;
 pub mod process;
 pub mod progress;
 pub mod quote;
+pub mod stop;
+pub mod wake;
 pub mod warning;
