@@ -50,7 +50,8 @@ pub const CHECKPOINT_TABLE_SQL: &str = "CREATE TABLE IF NOT EXISTS reftool_check
     job_id      TEXT NOT NULL,
     done        INTEGER NOT NULL,
     state       TEXT NOT NULL,
-    saved_at_ms INTEGER NOT NULL
+    saved_at_ms INTEGER NOT NULL,
+    completed   INTEGER NOT NULL DEFAULT 0
 )";
 
 /// What a safe point tells the work.
@@ -86,6 +87,9 @@ pub struct Restored<T> {
     pub done: u64,
     /// A `CHECKPOINT_DISCARDED` warning when a checkpoint was thrown away.
     pub warnings: Vec<RuntimeWarning>,
+    /// [`SqliteCheckpoints`] only: the work already completed (see
+    /// [`SqliteCheckpoints::finish_in`]); this is its recorded result. Do not write again.
+    pub completed: Option<serde_json::Value>,
 }
 
 /// Checkpoint failures.
@@ -112,6 +116,7 @@ fn discarded<T>(job_id: &str, reason: &str) -> Restored<T> {
     Restored {
         state: None,
         done: 0,
+        completed: None,
         warnings: vec![RuntimeWarning {
             code: CHECKPOINT_DISCARDED,
             message: format!("{reason}; started over"),
@@ -127,15 +132,21 @@ fn decide<T: DeserializeOwned>(
 ) -> (Restored<T>, bool) {
     if is_void(&saved.job_id) {
         // Written by a cancelled job: not a resume point, and not worth a warning.
-        return (Restored { state: None, done: 0, warnings: Vec::new() }, true);
+        return (Restored { state: None, done: 0, warnings: Vec::new(), completed: None }, true);
     }
     if saved.fingerprint != fingerprint {
         return (discarded(&saved.job_id, "Input changed since the checkpoint"), true);
     }
     match serde_json::from_value::<T>(saved.state) {
-        Ok(state) => {
-            (Restored { state: Some(state), done: saved.done, warnings: Vec::new() }, false)
-        }
+        Ok(state) => (
+            Restored {
+                state: Some(state),
+                done: saved.done,
+                warnings: Vec::new(),
+                completed: None,
+            },
+            false,
+        ),
         Err(_) => (discarded(&saved.job_id, "The checkpoint state is unreadable"), true),
     }
 }
@@ -167,7 +178,7 @@ impl FileCheckpoints {
             Err(e) => return Err(e.into()),
         };
         let Some(saved) = saved else {
-            return Ok(Restored { state: None, done: 0, warnings: Vec::new() });
+            return Ok(Restored { state: None, done: 0, warnings: Vec::new(), completed: None });
         };
         let (restored, discard) = decide(saved, &self.fingerprint, |_| false);
         if discard {
@@ -247,7 +258,8 @@ impl SqliteCheckpoints {
         Self::ensure_table(conn)?;
         let row = conn
             .query_row(
-                "SELECT fingerprint, job_id, done, state, saved_at_ms FROM reftool_checkpoints WHERE identity = ?1",
+                "SELECT fingerprint, job_id, done, state, saved_at_ms, completed FROM reftool_checkpoints
+                 WHERE identity = ?1",
                 params![self.identity.as_str()],
                 |r| {
                     Ok((
@@ -256,14 +268,23 @@ impl SqliteCheckpoints {
                         r.get::<_, i64>(2)?,
                         r.get::<_, String>(3)?,
                         r.get::<_, i64>(4)?,
+                        r.get::<_, i64>(5)?,
                     ))
                 },
             )
             .optional()?;
-        let Some((fingerprint, job_id, done, state, saved_at)) = row else {
-            return Ok(Restored { state: None, done: 0, warnings: Vec::new() });
+        let Some((fingerprint, job_id, done, state, saved_at, completed)) = row else {
+            return Ok(Restored { state: None, done: 0, warnings: Vec::new(), completed: None });
         };
         let state = serde_json::from_str(&state).unwrap_or(serde_json::Value::Null);
+        if completed != 0 && fingerprint == self.fingerprint && !is_void(&job_id) {
+            return Ok(Restored {
+                state: None,
+                done: u64::try_from(done).unwrap_or(0),
+                warnings: Vec::new(),
+                completed: Some(state),
+            });
+        }
         let saved = SavedCheckpoint {
             fingerprint,
             job_id,
@@ -291,7 +312,7 @@ impl SqliteCheckpoints {
              VALUES (?1, ?2, ?3, ?4, ?5, ?6)
              ON CONFLICT(identity) DO UPDATE SET fingerprint = excluded.fingerprint,
                  job_id = excluded.job_id, done = excluded.done, state = excluded.state,
-                 saved_at_ms = excluded.saved_at_ms",
+                 saved_at_ms = excluded.saved_at_ms, completed = 0",
             params![
                 self.identity.as_str(),
                 self.fingerprint,
@@ -316,6 +337,27 @@ impl SqliteCheckpoints {
         self.save_in(&tx, state, done)?;
         tx.commit()?;
         Ok(stop.check().map_or(Flow::Continue, Flow::Stop))
+    }
+
+    /// Completion of a writer, on the transaction holding its last units: the checkpoint row
+    /// becomes a completion record carrying `result` (the response `data`, say). The commit
+    /// makes units and completion durable together, so a kill after it never leads to a second
+    /// run, and a kill before it resumes from the last checkpoint. `restore` then answers
+    /// [`Restored::completed`]; the framework replays `result` (an idempotency hit) instead of
+    /// writing again, and may drop the record with [`Self::remove`] once its own idempotency
+    /// record is stored.
+    pub fn finish_in<T: Serialize>(
+        &self,
+        tx: &Transaction<'_>,
+        result: &T,
+        done: u64,
+    ) -> Result<(), CheckpointError> {
+        self.save_in(tx, result, done)?;
+        tx.execute(
+            "UPDATE reftool_checkpoints SET completed = 1 WHERE identity = ?1",
+            params![self.identity.as_str()],
+        )?;
+        Ok(())
     }
 
     /// Removes the checkpoint row (completion, cancel). Pass the final transaction's connection,
