@@ -1,6 +1,36 @@
-//! `reftool`: parse, run, exit.
+//! `reftool`: parse, run, write once, exit.
 
-fn main() -> std::process::ExitCode {
-    eprintln!("reftool: not built yet");
-    std::process::ExitCode::from(1)
+use std::io::Write;
+use std::process::ExitCode;
+
+use reftool::framework::app::internal_error_finish;
+use reftool::framework::{Exit, Modes};
+
+fn main() -> ExitCode {
+    // A panic is reported on stderr only; stdout gets the GENERAL_ERROR envelope below.
+    std::panic::set_hook(Box::new(|info| {
+        let _ = writeln!(std::io::stderr().lock(), "reftool: internal error: {info}");
+    }));
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let mode = Modes::detect(&argv).output;
+    let finished = std::panic::catch_unwind(|| {
+        let app = match reftool::commands::app() {
+            Ok(app) => app,
+            Err(e) => return internal_error_finish(mode, &format!("registration failed: {e}")),
+        };
+        if let Err(e) = app.install_signal_handlers() {
+            let _ = writeln!(std::io::stderr().lock(), "reftool: no SIGTERM handler: {e}");
+        }
+        app.run(argv)
+    })
+    .unwrap_or_else(|_| internal_error_finish(mode, "panic outside the command's work"));
+    if !finished.stderr.is_empty() {
+        let _ = std::io::stderr().lock().write_all(finished.stderr.as_bytes());
+    }
+    let mut stdout = std::io::stdout().lock();
+    let written = stdout.write_all(&finished.stdout).and_then(|()| stdout.flush());
+    if written.is_err() && finished.exit == Exit::SUCCESS.code() {
+        return ExitCode::from(Exit::GENERAL_ERROR.code());
+    }
+    ExitCode::from(finished.exit)
 }

@@ -1,0 +1,163 @@
+//! `reftool migrate --db FILE`: brings a SQLite database to reftool's sample schema, inside one
+//! transaction.
+//!
+//! Mutating, no interruption: the work cannot be cut (one transaction) nor usefully run
+//! unattended, so it keeps a plain wall-clock limit. At the limit it rolls back and answers an
+//! honest TIMEOUT 10 with the database unchanged. `REFTOOL_PACE_MS` sleeps before each step, so
+//! a short `--timeout` reliably lands mid-transaction.
+//!
+//! The schema version lives in `PRAGMA user_version`; a database already at
+//! [`TARGET_VERSION`] is left alone (`effect: "noop"`).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rusqlite::{Connection, ErrorCode, OpenFlags, TransactionBehavior};
+use serde_json::{Value, json};
+
+use crate::framework::{
+    CommandSpec, Ctx, DangerLevel, Exit, Failure, FlagSpec, Phase, SideEffects,
+};
+
+/// The schema version this command migrates to.
+pub const TARGET_VERSION: i64 = 1;
+
+/// The steps of the migration, in order; each is one unit of work.
+pub const STEPS: &[(&str, &str)] = &[
+    ("create customers", "CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT NOT NULL)"),
+    (
+        "create orders",
+        "CREATE TABLE orders (id INTEGER PRIMARY KEY, \
+         customer_id INTEGER NOT NULL REFERENCES customers(id), total_cents INTEGER NOT NULL)",
+    ),
+    ("index orders by customer", "CREATE INDEX orders_by_customer ON orders(customer_id)"),
+    ("create notes", "CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL)"),
+    ("record the schema version", "PRAGMA user_version = 1"),
+];
+
+/// How long to wait for another writer of the target database.
+const DB_BUSY_TIMEOUT: Duration = Duration::from_millis(2000);
+
+/// The declaration.
+pub fn spec() -> CommandSpec {
+    CommandSpec::new(
+        "migrate",
+        "Apply reftool's schema migration to a SQLite database in one transaction",
+        run,
+    )
+    .danger(DangerLevel::Mutating)
+    .scope("db:write")
+    .flag(FlagSpec::string("db", "Path of the SQLite database to migrate (it must exist)"))
+    .timeout_ms(60_000)
+    .exit(
+        Exit::SUCCESS,
+        "The database is at the target schema version",
+        false,
+        SideEffects::Complete,
+    )
+    .exit(
+        Exit::PRECONDITION,
+        "No database was named (non-interactive), or the file is not a SQLite database",
+        false,
+        SideEffects::None,
+    )
+    .exit(Exit::NOT_FOUND, "The database file does not exist", false, SideEffects::None)
+    .exit(
+        Exit::TIMEOUT,
+        "The wall-clock limit ran out; the transaction was rolled back and nothing changed",
+        false,
+        SideEffects::None,
+    )
+    .exit(
+        Exit::UNAVAILABLE,
+        "The database (or the state database) stayed locked by another writer; nothing changed",
+        true,
+        SideEffects::None,
+    )
+}
+
+fn db_failure(error: &rusqlite::Error, path: &Path) -> Failure {
+    let shown = path.display();
+    match error.sqlite_error_code() {
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => Failure::new(
+            Exit::UNAVAILABLE,
+            "DB_BUSY",
+            format!("{shown} stayed locked by another writer; nothing changed"),
+        )
+        .retryable(true)
+        .retry_after_ms(1000),
+        Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt) => Failure::new(
+            Exit::PRECONDITION,
+            "DB_INVALID",
+            format!("{shown} is not a SQLite database"),
+        ),
+        Some(ErrorCode::CannotOpen | ErrorCode::ReadOnly | ErrorCode::PermissionDenied) => {
+            Failure::new(
+                Exit::PRECONDITION,
+                "DB_UNWRITABLE",
+                format!("cannot write {shown}: {error}"),
+            )
+        }
+        _ => Failure::new(Exit::GENERAL_ERROR, "DB_ERROR", format!("{shown}: {error}")),
+    }
+}
+
+fn run(ctx: &mut Ctx) -> Result<Value, Failure> {
+    let given = match ctx.args.text("db") {
+        Some(path) => path.to_owned(),
+        None => ctx.require_input("path of the database to migrate", "db")?,
+    };
+    let path = std::path::absolute(PathBuf::from(&given)).unwrap_or_else(|_| PathBuf::from(&given));
+    if !path.exists() {
+        return Err(Failure::new(
+            Exit::NOT_FOUND,
+            "DB_NOT_FOUND",
+            format!("{} does not exist", path.display()),
+        )
+        .phase(Phase::Validation)
+        .suggestion("create the database first, or check the path"));
+    }
+    if !path.is_file() {
+        return Err(Failure::new(
+            Exit::PRECONDITION,
+            "DB_INVALID",
+            format!("{} is not a file", path.display()),
+        )
+        .phase(Phase::Validation));
+    }
+    let fail = |e: rusqlite::Error| db_failure(&e, &path);
+    let mut conn =
+        Connection::open_with_flags(&path, OpenFlags::SQLITE_OPEN_READ_WRITE).map_err(fail)?;
+    conn.busy_timeout(DB_BUSY_TIMEOUT).map_err(fail)?;
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(fail)?;
+    let from_version: i64 =
+        tx.query_row("PRAGMA user_version", [], |row| row.get(0)).map_err(fail)?;
+    let shown = path.display().to_string();
+    if from_version >= TARGET_VERSION {
+        tx.rollback().map_err(fail)?;
+        return Ok(json!({
+            "effect": "noop",
+            "db": shown,
+            "from_version": from_version,
+            "to_version": from_version,
+            "steps_applied": 0,
+        }));
+    }
+    let total = STEPS.len() as u64;
+    for (done, (name, sql)) in STEPS.iter().enumerate() {
+        // A stop (timeout, SIGTERM) here drops `tx`, which rolls everything back.
+        ctx.pace()?;
+        tx.execute_batch(sql).map_err(|e| db_failure(&e, &path).detail(json!({"step": name})))?;
+        ctx.progress(done as u64 + 1, Some(total), Some("steps"))?;
+    }
+    // Past this point no stop can win: the framework waits for the commit.
+    ctx.begin_commit()?;
+    tx.commit().map_err(fail)?;
+    Ok(json!({
+        "effect": "updated",
+        "db": shown,
+        "from_version": from_version,
+        "to_version": TARGET_VERSION,
+        "steps_applied": total,
+    }))
+}

@@ -1,0 +1,364 @@
+//! What a command's work receives ([`Ctx`]) and what it returns (`Result<Value, Failure>`).
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::io::{BufRead, IsTerminal, Write};
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value};
+
+use super::exit::Exit;
+use super::modes::Modes;
+use super::state::{StateConfig, StateError};
+use super::stop::{StopReason, StopToken};
+
+/// Phase of a failure (`error.phase`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Arguments were checked; nothing was done.
+    Validation,
+    /// The work ran.
+    Execution,
+    /// Cleaning up after the work.
+    Cleanup,
+}
+
+impl Phase {
+    /// The wire spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Validation => "validation",
+            Phase::Execution => "execution",
+            Phase::Cleanup => "cleanup",
+        }
+    }
+}
+
+/// A failed outcome: what the envelope's `error` (and, for a failure payload such as
+/// INCOMPLETE, `data`) will say. `retryable` left `None` is filled in from the command's
+/// declared entry for `exit`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Failure {
+    /// The exit code (never SUCCESS).
+    pub exit: Exit,
+    /// `error.code`, `^[A-Z][A-Z0-9_]+$`.
+    pub code: String,
+    /// `error.message`.
+    pub message: String,
+    /// `error.detail`.
+    pub detail: Option<Value>,
+    /// `error.suggestion`.
+    pub suggestion: Option<String>,
+    /// `error.retryable`; `None` takes the declared entry's.
+    pub retryable: Option<bool>,
+    /// `error.retry_after_ms`.
+    pub retry_after_ms: Option<u64>,
+    /// `error.phase`.
+    pub phase: Phase,
+    /// `data` of a failure payload (INCOMPLETE); `None` writes `data: null`.
+    pub data: Option<Value>,
+}
+
+impl Failure {
+    /// A failure in the execution phase.
+    pub fn new(exit: Exit, code: &str, message: impl Into<String>) -> Self {
+        Failure {
+            exit,
+            code: code.to_owned(),
+            message: message.into(),
+            detail: None,
+            suggestion: None,
+            retryable: None,
+            retry_after_ms: None,
+            phase: Phase::Execution,
+            data: None,
+        }
+    }
+
+    /// An ARG_ERROR in the validation phase.
+    pub fn arg(code: &str, message: impl Into<String>) -> Self {
+        Failure::new(Exit::ARG_ERROR, code, message).phase(Phase::Validation).retryable(false)
+    }
+
+    /// An internal error.
+    pub fn internal(message: impl Into<String>) -> Self {
+        Failure::new(Exit::GENERAL_ERROR, "INTERNAL_ERROR", message)
+    }
+
+    /// Sets `error.detail`.
+    pub fn detail(mut self, detail: Value) -> Self {
+        self.detail = Some(detail);
+        self
+    }
+
+    /// Sets `error.suggestion`.
+    pub fn suggestion(mut self, suggestion: impl Into<String>) -> Self {
+        self.suggestion = Some(suggestion.into());
+        self
+    }
+
+    /// Sets `error.retryable` explicitly.
+    pub fn retryable(mut self, retryable: bool) -> Self {
+        self.retryable = Some(retryable);
+        self
+    }
+
+    /// Sets `error.retry_after_ms`.
+    pub fn retry_after_ms(mut self, ms: u64) -> Self {
+        self.retry_after_ms = Some(ms);
+        self
+    }
+
+    /// Sets `error.phase`.
+    pub fn phase(mut self, phase: Phase) -> Self {
+        self.phase = phase;
+        self
+    }
+
+    /// Carries `data` (a failure payload such as INCOMPLETE's).
+    pub fn with_data(mut self, data: Value) -> Self {
+        self.data = Some(data);
+        self
+    }
+
+    /// The failure for work that stopped because the framework asked it to. The framework
+    /// replaces it with the honest TIMEOUT or cancellation envelope; commands just return it.
+    pub fn stopped(reason: StopReason) -> Self {
+        match reason {
+            StopReason::Timeout => Failure::new(Exit::TIMEOUT, "TIMEOUT", "the work stopped"),
+            StopReason::Signal => Failure::new(Exit::SIGTERM, "CANCELLED", "the work stopped"),
+            StopReason::Budget => Failure::new(Exit::INCOMPLETE, "INCOMPLETE", "the work paused"),
+        }
+    }
+}
+
+impl From<StateError> for Failure {
+    fn from(error: StateError) -> Self {
+        error.to_failure()
+    }
+}
+
+/// One argument value as parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ArgValue {
+    /// A string (or whole number kept as text until asked for).
+    Text(String),
+    /// A switch.
+    Switch(bool),
+}
+
+/// The command's own arguments (flags and positionals), by name; framework flags excluded.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Args {
+    /// Values by name; absent when not given.
+    pub values: BTreeMap<String, ArgValue>,
+}
+
+impl Args {
+    /// A text value.
+    pub fn text(&self, name: &str) -> Option<&str> {
+        match self.values.get(name) {
+            Some(ArgValue::Text(text)) => Some(text),
+            _ => None,
+        }
+    }
+
+    /// A switch (false when absent).
+    pub fn switch(&self, name: &str) -> bool {
+        matches!(self.values.get(name), Some(ArgValue::Switch(true)))
+    }
+
+    /// The arguments as canonical JSON (sorted keys), used for idempotency and job identity.
+    pub fn to_json(&self) -> Value {
+        let mut map = Map::new();
+        for (name, value) in &self.values {
+            let value = match value {
+                ArgValue::Text(text) => Value::String(text.clone()),
+                ArgValue::Switch(on) => Value::Bool(*on),
+            };
+            map.insert(name.clone(), value);
+        }
+        Value::Object(map)
+    }
+}
+
+/// Framework-owned settings of this invocation.
+#[derive(Debug, Clone)]
+pub struct Invocation {
+    /// argv as invoked, argv[0] included (the INCOMPLETE `continue_command` is built from it).
+    pub argv: Vec<OsString>,
+    /// The command path (`job.wait`).
+    pub path: String,
+    /// The wall-clock limit in force; `None` when switched off with `--timeout 0`.
+    pub timeout: Option<Duration>,
+    /// `--budget` as given (parsed), for interruptible commands; resolution is part 2's.
+    pub budget_flag: Option<Duration>,
+    /// `--idempotency-key`, for writers.
+    pub idempotency_key: Option<String>,
+    /// Output and interaction modes.
+    pub modes: Modes,
+    /// `REFTOOL_PACE_MS`: sleep per unit of work.
+    pub pace: Duration,
+    /// `REFTOOL_TEST_MODE=1`: extra self-checks.
+    pub test_mode: bool,
+    /// When the process started.
+    pub started: Instant,
+}
+
+/// One warning (`warnings[]`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Warning {
+    /// `^[A-Z][A-Z0-9_]+$`.
+    pub code: String,
+    /// What happened.
+    pub message: String,
+}
+
+/// What a command's work receives.
+pub struct Ctx {
+    /// The command's arguments.
+    pub args: Args,
+    /// Framework-owned settings.
+    pub invocation: Invocation,
+    /// The state directory and instance.
+    pub state: StateConfig,
+    stop: StopToken,
+    warnings: Vec<Warning>,
+    meta: Map<String, Value>,
+    last_progress: Option<(u64, Option<u64>, Option<String>)>,
+    manifest: Option<Value>,
+}
+
+impl Ctx {
+    /// A context (the framework builds it; tests may too).
+    pub fn new(args: Args, invocation: Invocation, state: StateConfig, stop: StopToken) -> Self {
+        Ctx {
+            args,
+            invocation,
+            state,
+            stop,
+            warnings: Vec::new(),
+            meta: Map::new(),
+            last_progress: None,
+            manifest: None,
+        }
+    }
+
+    /// Whether the framework asked the work to stop; check at every safe point.
+    pub fn should_stop(&self) -> bool {
+        self.stop.should_stop()
+    }
+
+    /// `Err` with the stop failure when a stop was requested, for `?` at safe points.
+    pub fn check_stop(&self) -> Result<(), Failure> {
+        match self.stop.stop_reason() {
+            Some(reason) => Err(Failure::stopped(reason)),
+            None => Ok(()),
+        }
+    }
+
+    /// The stop token (part 2 hands it to the runtime).
+    pub fn stop_token(&self) -> &StopToken {
+        &self.stop
+    }
+
+    /// Claims the commit (see [`StopToken::begin_commit`]); `Err` means roll back.
+    pub fn begin_commit(&self) -> Result<(), Failure> {
+        if self.stop.begin_commit() {
+            Ok(())
+        } else {
+            Err(self.check_stop().err().unwrap_or_else(|| Failure::internal("commit refused")))
+        }
+    }
+
+    /// Sleeps `REFTOOL_PACE_MS` for one unit of work, waking early when a stop is requested.
+    pub fn pace(&self) -> Result<(), Failure> {
+        let until = Instant::now() + self.invocation.pace;
+        while Instant::now() < until {
+            self.check_stop()?;
+            let left = until.saturating_duration_since(Instant::now());
+            std::thread::sleep(left.min(Duration::from_millis(5)));
+        }
+        self.check_stop()
+    }
+
+    /// Adds a warning to the response.
+    pub fn warn(&mut self, code: &str, message: impl Into<String>) {
+        self.warnings.push(Warning { code: code.to_owned(), message: message.into() });
+    }
+
+    /// Sets an extra `meta` field (e.g. `not_modified`; part 2: `budget_ms`).
+    pub fn set_meta(&mut self, name: &str, value: Value) {
+        self.meta.insert(name.to_owned(), value);
+    }
+
+    /// Progress report hook (REQ-C-034). Part 2 feeds it to the job runtime; for now it keeps
+    /// the last report and, in test mode, refuses a `done` that goes backwards.
+    pub fn progress(
+        &mut self,
+        done: u64,
+        total: Option<u64>,
+        unit: Option<&str>,
+    ) -> Result<(), Failure> {
+        if self.invocation.test_mode
+            && let Some((previous, _, _)) = &self.last_progress
+            && done < *previous
+        {
+            return Err(Failure::internal(format!(
+                "framework check: progress went backwards from {previous} to {done}"
+            ))
+            .detail(serde_json::json!({"check": "PROGRESS_MONOTONIC"})));
+        }
+        self.last_progress = Some((done, total, unit.map(str::to_owned)));
+        self.check_stop()
+    }
+
+    /// The last progress report.
+    pub fn last_progress(&self) -> Option<&(u64, Option<u64>, Option<String>)> {
+        self.last_progress.as_ref()
+    }
+
+    /// Checkpoint hook (REQ-C-035): a safe point. Part 2 saves `state` here; for now it is the
+    /// place where a stop request takes effect.
+    pub fn checkpoint(&mut self, _state: &Value) -> Result<(), Failure> {
+        self.check_stop()
+    }
+
+    /// Asks a person for a line of input. Never prompts in non-interactive mode: that is
+    /// PRECONDITION 4 `INPUT_REQUIRED`, naming the flag that supplies the value.
+    pub fn require_input(&self, what: &str, flag: &str) -> Result<String, Failure> {
+        let missing = || {
+            Failure::new(Exit::PRECONDITION, "INPUT_REQUIRED", format!("{what} is required"))
+                .suggestion(format!("pass --{flag} <value>"))
+                .phase(Phase::Validation)
+        };
+        if !self.invocation.modes.interactive || !std::io::stderr().is_terminal() {
+            return Err(missing());
+        }
+        let mut stderr = std::io::stderr().lock();
+        let _ = write!(stderr, "{what}: ");
+        let _ = stderr.flush();
+        let mut line = String::new();
+        match std::io::stdin().lock().read_line(&mut line) {
+            Ok(n) if n > 0 && !line.trim().is_empty() => Ok(line.trim().to_owned()),
+            _ => Err(missing()),
+        }
+    }
+
+    /// The manifest (set by the framework for the `manifest` built-in).
+    pub fn manifest(&self) -> Option<&Value> {
+        self.manifest.as_ref()
+    }
+
+    pub(crate) fn set_manifest(&mut self, manifest: Value) {
+        self.manifest = Some(manifest);
+    }
+
+    pub(crate) fn take_warnings(&mut self) -> Vec<Warning> {
+        std::mem::take(&mut self.warnings)
+    }
+
+    pub(crate) fn take_meta(&mut self) -> Map<String, Value> {
+        std::mem::take(&mut self.meta)
+    }
+}

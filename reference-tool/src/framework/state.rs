@@ -1,0 +1,421 @@
+//! The per-user state: directory, instance namespaces, the SQLite state database and its
+//! migrations, and the idempotency store (REQ-C-007, REQ-O-036).
+//!
+//! - Directory: `REFTOOL_STATE_DIR` (absolute) if set, else `$XDG_STATE_HOME/reftool` (when
+//!   absolute), else `$HOME/.local/state/reftool`. Created with mode 0700 on first use.
+//! - Instance: `--instance-id`, else `REFTOOL_INSTANCE_ID`, else `default`; 1–64 characters of
+//!   `A-Z a-z 0-9 . _ -`, starting with a letter or digit. Anything else is ARG_ERROR.
+//!   Per-instance files live under `<dir>/instances/<id>/`; rows of the shared database carry
+//!   the instance.
+//! - Database: `<dir>/state.db`, WAL mode, a busy timeout (`REFTOOL_STATE_BUSY_MS`, default
+//!   5000) so concurrent invocations queue. Migrations are a list of `(id, sql)` applied once
+//!   each, in order, recorded in `reftool_migrations`; part 2 appends its own list.
+//! - Failures: a directory that cannot be created or written, PRECONDITION 4
+//!   `STATE_DIR_UNUSABLE`; a file that is not a database or is damaged, PRECONDITION 4
+//!   `STATE_DB_CORRUPT` (nothing is overwritten; move the file away); a database still locked
+//!   when the busy timeout runs out, UNAVAILABLE 12 `STATE_BUSY`, retryable: the lock is held
+//!   by another invocation that will finish.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rusqlite::{Connection, ErrorCode, OptionalExtension, TransactionBehavior};
+use serde_json::{Value, json};
+
+use super::context::{Failure, Phase};
+use super::exit::Exit;
+
+/// The default instance.
+pub const DEFAULT_INSTANCE: &str = "default";
+/// Default busy timeout of the state database.
+pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_millis(5000);
+
+/// One schema migration of the state database.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Migration {
+    /// Unique, ordered id, e.g. `0001_idempotency`.
+    pub id: &'static str,
+    /// SQL run inside the migration's transaction.
+    pub sql: &'static str,
+}
+
+/// The framework's own migrations. Part 2 passes its own list after these.
+pub const FRAMEWORK_MIGRATIONS: &[Migration] = &[Migration {
+    id: "0001_idempotency",
+    sql: "CREATE TABLE idempotency (
+              instance TEXT NOT NULL,
+              command TEXT NOT NULL,
+              key TEXT NOT NULL,
+              args_digest TEXT NOT NULL,
+              data TEXT NOT NULL,
+              created_at_ms INTEGER NOT NULL,
+              PRIMARY KEY (instance, command, key)
+          );",
+}];
+
+/// A state failure.
+#[derive(Debug, thiserror::Error)]
+pub enum StateError {
+    /// No usable location (no `REFTOOL_STATE_DIR`, `XDG_STATE_HOME` or `HOME`).
+    #[error("failed to locate the state directory: set REFTOOL_STATE_DIR or HOME")]
+    NoLocation,
+    /// The directory could not be created or written.
+    #[error("failed to use the state directory {path}: {source}")]
+    DirUnusable {
+        /// The directory.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The database file is damaged or not a database.
+    #[error("failed to read the state database {path}: it is not a valid SQLite database")]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+    },
+    /// Still locked when the busy timeout ran out.
+    #[error("failed to lock the state database {path} within {timeout_ms} ms")]
+    Busy {
+        /// The file.
+        path: PathBuf,
+        /// The busy timeout.
+        timeout_ms: u64,
+    },
+    /// The database could not be opened for writing.
+    #[error("failed to open the state database {path}: {source}")]
+    Unopenable {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: rusqlite::Error,
+    },
+    /// Any other SQLite error.
+    #[error("failed to use the state database: {0}")]
+    Sqlite(rusqlite::Error),
+}
+
+impl StateError {
+    fn from_sqlite(error: rusqlite::Error, path: &Path, busy: Duration) -> StateError {
+        match error.sqlite_error_code() {
+            Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => StateError::Busy {
+                path: path.to_owned(),
+                timeout_ms: u64::try_from(busy.as_millis()).unwrap_or(u64::MAX),
+            },
+            Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt) => {
+                StateError::Corrupt { path: path.to_owned() }
+            }
+            Some(
+                ErrorCode::CannotOpen
+                | ErrorCode::ReadOnly
+                | ErrorCode::PermissionDenied
+                | ErrorCode::DiskFull
+                | ErrorCode::SystemIoFailure,
+            ) => StateError::Unopenable { path: path.to_owned(), source: error },
+            _ => StateError::Sqlite(error),
+        }
+    }
+
+    /// The response this failure gives.
+    pub fn to_failure(&self) -> Failure {
+        let message = self.to_string();
+        match self {
+            StateError::NoLocation
+            | StateError::DirUnusable { .. }
+            | StateError::Unopenable { .. } => {
+                Failure::new(Exit::PRECONDITION, "STATE_DIR_UNUSABLE", message)
+                    .suggestion("point REFTOOL_STATE_DIR at a writable directory")
+            }
+            StateError::Corrupt { path } => {
+                Failure::new(Exit::PRECONDITION, "STATE_DB_CORRUPT", message).suggestion(format!(
+                    "move {} away; reftool creates a fresh one",
+                    path.display()
+                ))
+            }
+            StateError::Busy { .. } => Failure::new(Exit::UNAVAILABLE, "STATE_BUSY", message)
+                .retryable(true)
+                .retry_after_ms(1000),
+            StateError::Sqlite(_) => Failure::new(Exit::GENERAL_ERROR, "STATE_ERROR", message),
+        }
+    }
+}
+
+/// Why an instance id was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "invalid instance id {0:?}: use 1-64 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit"
+)]
+pub struct InstanceIdError(pub String);
+
+/// Checks an instance id.
+pub fn validate_instance_id(id: &str) -> Result<(), InstanceIdError> {
+    let mut chars = id.chars();
+    let first_ok = chars.next().is_some_and(|c| c.is_ascii_alphanumeric());
+    let rest_ok = id.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    if first_ok && rest_ok && id.len() <= 64 { Ok(()) } else { Err(InstanceIdError(id.to_owned())) }
+}
+
+/// Where state lives for this invocation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StateConfig {
+    /// The state directory; `None` when no location could be derived.
+    pub dir: Option<PathBuf>,
+    /// The instance (validated).
+    pub instance: String,
+    /// Busy timeout of the state database.
+    pub busy_timeout: Duration,
+}
+
+impl StateConfig {
+    /// Resolves the directory from the environment (see the module docs). A set but relative
+    /// or empty `REFTOOL_STATE_DIR` is an ARG_ERROR, as is a malformed `REFTOOL_STATE_BUSY_MS`.
+    pub fn from_env(instance: String) -> Result<StateConfig, Failure> {
+        let dir = match std::env::var_os("REFTOOL_STATE_DIR") {
+            Some(value) => {
+                let path = PathBuf::from(&value);
+                if !path.is_absolute() {
+                    return Err(Failure::arg(
+                        "ENV_INVALID",
+                        format!("REFTOOL_STATE_DIR must be an absolute path, got {value:?}"),
+                    ));
+                }
+                Some(path)
+            }
+            None => std::env::var_os("XDG_STATE_HOME")
+                .map(PathBuf::from)
+                .filter(|p| p.is_absolute())
+                .map(|p| p.join("reftool"))
+                .or_else(|| {
+                    std::env::var_os("HOME")
+                        .map(PathBuf::from)
+                        .filter(|p| p.is_absolute())
+                        .map(|p| p.join(".local/state/reftool"))
+                }),
+        };
+        let busy_timeout = match std::env::var("REFTOOL_STATE_BUSY_MS") {
+            Ok(text) => text.trim().parse::<u64>().map(Duration::from_millis).map_err(|_| {
+                Failure::arg(
+                    "ENV_INVALID",
+                    format!("REFTOOL_STATE_BUSY_MS must be whole milliseconds, got {text:?}"),
+                )
+            })?,
+            Err(std::env::VarError::NotPresent) => DEFAULT_BUSY_TIMEOUT,
+            Err(std::env::VarError::NotUnicode(_)) => {
+                return Err(Failure::arg("ENV_INVALID", "REFTOOL_STATE_BUSY_MS is not UTF-8"));
+            }
+        };
+        Ok(StateConfig { dir, instance, busy_timeout })
+    }
+
+    /// The state directory, created (0700) if needed.
+    pub fn ensure_dir(&self) -> Result<PathBuf, StateError> {
+        let dir = self.dir.clone().ok_or(StateError::NoLocation)?;
+        create_private_dir(&dir)?;
+        Ok(dir)
+    }
+
+    /// This instance's own directory (`<dir>/instances/<id>`), created if needed.
+    pub fn instance_dir(&self) -> Result<PathBuf, StateError> {
+        let dir = self.ensure_dir()?.join("instances").join(&self.instance);
+        create_private_dir(&dir)?;
+        Ok(dir)
+    }
+}
+
+fn create_private_dir(dir: &Path) -> Result<(), StateError> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|source| StateError::DirUnusable { path: dir.to_owned(), source })?;
+    // A directory we cannot write into is as useless as a missing one; find out now.
+    let probe = dir.join(format!(".probe-{}", std::process::id()));
+    std::fs::write(&probe, b"")
+        .and_then(|()| std::fs::remove_file(&probe))
+        .map_err(|source| StateError::DirUnusable { path: dir.to_owned(), source })
+}
+
+/// An open state database, migrated.
+#[derive(Debug)]
+pub struct StateDb {
+    conn: Connection,
+    path: PathBuf,
+    busy: Duration,
+}
+
+impl StateDb {
+    /// Opens `<dir>/state.db`, sets WAL and the busy timeout, and applies every migration of
+    /// `migrations` (in order) not applied yet, each in its own transaction.
+    pub fn open(config: &StateConfig, migrations: &[Migration]) -> Result<StateDb, StateError> {
+        let path = config.ensure_dir()?.join("state.db");
+        let busy = config.busy_timeout;
+        let map = |e: rusqlite::Error| StateError::from_sqlite(e, &path, busy);
+        let conn = Connection::open(&path).map_err(map)?;
+        conn.busy_timeout(busy).map_err(map)?;
+        let mode: String =
+            conn.query_row("PRAGMA journal_mode=WAL", [], |row| row.get(0)).map_err(map)?;
+        if mode != "wal" {
+            return Err(StateError::Unopenable {
+                path: path.clone(),
+                source: rusqlite::Error::InvalidQuery,
+            });
+        }
+        let mut db = StateDb { conn, path, busy };
+        db.migrate(migrations)?;
+        Ok(db)
+    }
+
+    fn map(&self, error: rusqlite::Error) -> StateError {
+        StateError::from_sqlite(error, &self.path, self.busy)
+    }
+
+    fn migrate(&mut self, migrations: &[Migration]) -> Result<(), StateError> {
+        self.conn
+            .execute_batch(
+                "CREATE TABLE IF NOT EXISTS reftool_migrations (
+                     id TEXT PRIMARY KEY, applied_at_ms INTEGER NOT NULL)",
+            )
+            .map_err(|e| self.map(e))?;
+        for migration in migrations {
+            let (path, busy) = (self.path.clone(), self.busy);
+            let map = |e: rusqlite::Error| StateError::from_sqlite(e, &path, busy);
+            let tx =
+                self.conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(map)?;
+            let applied: bool = tx
+                .query_row(
+                    "SELECT EXISTS(SELECT 1 FROM reftool_migrations WHERE id = ?1)",
+                    [migration.id],
+                    |row| row.get(0),
+                )
+                .map_err(map)?;
+            if !applied {
+                tx.execute_batch(migration.sql).map_err(map)?;
+                tx.execute(
+                    "INSERT INTO reftool_migrations (id, applied_at_ms) VALUES (?1, ?2)",
+                    rusqlite::params![migration.id, now_ms()],
+                )
+                .map_err(map)?;
+            }
+            tx.commit().map_err(map)?;
+        }
+        Ok(())
+    }
+
+    /// The connection (part 2 keeps its job tables here).
+    pub fn conn(&mut self) -> &mut Connection {
+        &mut self.conn
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Looks up a finished call by `(instance, command, key)`: its argument digest and `data`.
+    /// Takes the write lock briefly, so a locked database answers STATE_BUSY before any work.
+    pub fn idempotency_lookup(
+        &mut self,
+        instance: &str,
+        command: &str,
+        key: &str,
+    ) -> Result<Option<(String, Value)>, StateError> {
+        let (path, busy) = (self.path.clone(), self.busy);
+        let map = |e: rusqlite::Error| StateError::from_sqlite(e, &path, busy);
+        let tx =
+            self.conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(map)?;
+        let row: Option<(String, String)> = tx
+            .query_row(
+                "SELECT args_digest, data FROM idempotency
+                 WHERE instance = ?1 AND command = ?2 AND key = ?3",
+                [instance, command, key],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .optional()
+            .map_err(map)?;
+        tx.commit().map_err(map)?;
+        Ok(row.map(|(digest, data)| (digest, serde_json::from_str(&data).unwrap_or(Value::Null))))
+    }
+
+    /// Records a finished call.
+    pub fn idempotency_record(
+        &mut self,
+        instance: &str,
+        command: &str,
+        key: &str,
+        args_digest: &str,
+        data: &Value,
+    ) -> Result<(), StateError> {
+        self.conn
+            .execute(
+                "INSERT OR REPLACE INTO idempotency
+                 (instance, command, key, args_digest, data, created_at_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                rusqlite::params![instance, command, key, args_digest, data.to_string(), now_ms()],
+            )
+            .map_err(|e| self.map(e))?;
+        Ok(())
+    }
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+/// The conflict when a key is reused with other arguments.
+pub fn key_reused(key: &str) -> Failure {
+    Failure::new(
+        Exit::CONFLICT,
+        "IDEMPOTENCY_KEY_REUSED",
+        format!(
+            "idempotency key {key:?} was used before with different arguments; nothing was done"
+        ),
+    )
+    .suggestion("use a new idempotency key, or repeat the original arguments")
+    .detail(json!({"idempotency_key": key}))
+    .phase(Phase::Validation)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn instance_ids_are_short_and_safe() {
+        for good in ["default", "a", "ci-7", "A.b_c-9"] {
+            assert!(validate_instance_id(good).is_ok(), "{good}");
+        }
+        let long = "x".repeat(65);
+        for bad in ["", "-x", ".hidden", "a/b", "a b", "é", long.as_str(), "../x"] {
+            assert!(validate_instance_id(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn migrations_apply_once_and_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = StateConfig {
+            dir: Some(dir.path().join("state")),
+            instance: DEFAULT_INSTANCE.into(),
+            busy_timeout: DEFAULT_BUSY_TIMEOUT,
+        };
+        const EXTRA: &[Migration] =
+            &[Migration { id: "0100_jobs", sql: "CREATE TABLE jobs (id TEXT PRIMARY KEY);" }];
+        let all: Vec<Migration> = FRAMEWORK_MIGRATIONS.iter().chain(EXTRA).copied().collect();
+        let mut db = StateDb::open(&config, &all).unwrap();
+        drop(StateDb::open(&config, &all).unwrap());
+        let applied: i64 = db
+            .conn()
+            .query_row("SELECT COUNT(*) FROM reftool_migrations", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(applied, 2);
+        db.idempotency_record("default", "migrate", "k", "d", &json!({"effect": "created"}))
+            .unwrap();
+        let (digest, data) = db.idempotency_lookup("default", "migrate", "k").unwrap().unwrap();
+        assert_eq!((digest.as_str(), data), ("d", json!({"effect": "created"})));
+        assert!(db.idempotency_lookup("other", "migrate", "k").unwrap().is_none());
+    }
+}
