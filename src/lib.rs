@@ -31,3 +31,184 @@ pub fn schema_json(file: &str) -> serde_json::Value {
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()))
 }
+
+/// The wire-format schemas in `schemas/`, by file name. Each one is self-contained (its shared
+/// pieces are repeated under `definitions`), so any of them compiles on its own.
+pub const SCHEMA_FILES: [&str; 6] = [
+    "exit-code.json",
+    "exit-code-entry.json",
+    "response-envelope.json",
+    "incomplete-response.json",
+    "manifest-response.json",
+    "job-descriptor.json",
+];
+
+/// A draft-07 validator for one of the schemas in `schemas/`, by file name.
+pub fn schema_validator(file: &str) -> jsonschema::Validator {
+    jsonschema::draft7::new(&schema_json(file))
+        .unwrap_or_else(|e| panic!("schemas/{file} does not compile as draft-07: {e}"))
+}
+
+/// The project's shared material (CONTRACT.md, DESIGN.md, `seeds/`): the directory `shared/`
+/// beside the workspace, where both the work machine and CI lay it out.
+pub fn shared_dir() -> PathBuf {
+    let dir = workspace_root().join("..").join("shared");
+    assert!(
+        dir.is_dir(),
+        "the shared material is missing: expected the directory {} beside the workspace \
+         (CI lays `shared/` next to the clone; seed-based tests cannot run without it)",
+        dir.display()
+    );
+    dir
+}
+
+/// One complete JSON object found in a seed text.
+#[derive(Debug, Clone)]
+pub struct SeedJson {
+    /// File name of the seed, inside `shared/seeds/`.
+    pub file: String,
+    /// 1-based line where the object starts.
+    pub line: usize,
+    /// The parsed object.
+    pub value: serde_json::Value,
+}
+
+/// Every complete top-level JSON object in the seed texts of `shared/seeds/`, in file order.
+/// Panics with the file and line when a seed holds an object that does not parse, so that an
+/// extraction problem is never silently reported as "no examples".
+pub fn seed_json_objects() -> Vec<SeedJson> {
+    let seeds = shared_dir().join("seeds");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&seeds)
+        .unwrap_or_else(|e| panic!("cannot list {}: {e}", seeds.display()))
+        .map(|entry| entry.unwrap_or_else(|e| panic!("cannot list {}: {e}", seeds.display())))
+        .map(|entry| entry.path())
+        .filter(|path| path.is_file())
+        .collect();
+    files.sort();
+    let mut found = Vec::new();
+    for path in files {
+        let text = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+        let file = path.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        for (line, object) in json_objects_in_text(&text) {
+            let value = serde_json::from_str(object).unwrap_or_else(|e| {
+                panic!("{file}:{line}: the object starting here is not JSON: {e}")
+            });
+            found.push(SeedJson { file: file.clone(), line, value });
+        }
+    }
+    found
+}
+
+/// The complete top-level JSON objects in a prose text, each with its 1-based starting line.
+///
+/// An object starts at a line whose first character is `{` and ends where its braces balance;
+/// braces inside JSON strings do not count. An object that never closes is left out.
+pub fn json_objects_in_text(text: &str) -> Vec<(usize, &str)> {
+    let mut objects = Vec::new();
+    let mut offset = 0;
+    let mut line_number = 0;
+    // Where the scan may resume: lines inside an object already taken are skipped.
+    let mut resume_at = 0;
+    for line in text.split_inclusive('\n') {
+        line_number += 1;
+        let start = offset;
+        offset += line.len();
+        if start < resume_at || !line.starts_with('{') {
+            continue;
+        }
+        if let Some(len) = balanced_object_len(&text[start..]) {
+            objects.push((line_number, &text[start..start + len]));
+            resume_at = start + len;
+        }
+    }
+    objects
+}
+
+/// Length in bytes of the JSON object at the start of `text` (which begins with `{`), or None
+/// when its braces never balance.
+fn balanced_object_len(text: &str) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    for (index, byte) in text.bytes().enumerate() {
+        if in_string {
+            match byte {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'{' => depth += 1,
+            b'}' => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    return Some(index + 1);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// What a JSON document is, judged by its shape, so that it can be checked against the right
+/// schemas.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WireKind {
+    /// A bare manifest (`commands` and `schema_version` at the top):
+    /// `manifest-response.json`.
+    Manifest,
+    /// An envelope whose `error.code` is `INCOMPLETE`: `response-envelope.json` and
+    /// `incomplete-response.json`.
+    IncompleteEnvelope,
+    /// An envelope wrapping a manifest as its `data`: `response-envelope.json`, and
+    /// `manifest-response.json` applied to `data`.
+    ManifestEnvelope,
+    /// Any other envelope (it has `ok` and `meta`): `response-envelope.json`.
+    Envelope,
+    /// None of the above.
+    Other,
+}
+
+impl WireKind {
+    /// Classifies a document by its shape.
+    pub fn of(value: &serde_json::Value) -> WireKind {
+        let is_manifest = |v: &serde_json::Value| {
+            v.get("commands").is_some() && v.get("schema_version").is_some()
+        };
+        if is_manifest(value) {
+            WireKind::Manifest
+        } else if value.get("ok").is_none() || value.get("meta").is_none() {
+            WireKind::Other
+        } else if value.pointer("/error/code").and_then(serde_json::Value::as_str)
+            == Some("INCOMPLETE")
+        {
+            WireKind::IncompleteEnvelope
+        } else if value.get("data").is_some_and(is_manifest) {
+            WireKind::ManifestEnvelope
+        } else {
+            WireKind::Envelope
+        }
+    }
+
+    /// The schemas a document of this kind must satisfy, each with the JSON pointer of the part
+    /// it applies to (`""` for the whole document).
+    pub fn schemas(self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            WireKind::Manifest => &[("manifest-response.json", "")],
+            WireKind::IncompleteEnvelope => {
+                &[("response-envelope.json", ""), ("incomplete-response.json", "")]
+            }
+            WireKind::ManifestEnvelope => {
+                &[("response-envelope.json", ""), ("manifest-response.json", "/data")]
+            }
+            WireKind::Envelope => &[("response-envelope.json", "")],
+            WireKind::Other => &[],
+        }
+    }
+}

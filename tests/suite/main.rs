@@ -1,1 +1,2 @@
 //! Workspace-level tests: one binary, one module per subject.
+mod schemas;
