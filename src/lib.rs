@@ -32,8 +32,30 @@ pub fn schema_json(file: &str) -> serde_json::Value {
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()))
 }
 
-/// The wire-format schemas in `schemas/`, by file name. Each one is self-contained (its shared
-/// pieces are repeated under `definitions`), so any of them compiles on its own.
+/// The wire-format schemas in `schemas/`, by file name.
+///
+/// # Loading them
+///
+/// Every file is a self-contained JSON Schema draft-07 document (`$schema` is
+/// `http://json-schema.org/draft-07/schema#`) with the `$id`
+/// `https://conform.dev/schemas/<file name>`. No file refers to another: the pieces two schemas
+/// share are repeated under `definitions` (the envelope's in `incomplete-response.json`, the
+/// exit-code entry in `manifest-response.json`) and tests keep the copies identical. So a
+/// consumer loads any one of them alone, with no registry and no retrieval:
+///
+/// ```
+/// let schema: serde_json::Value =
+///     serde_json::from_str(include_str!("../schemas/incomplete-response.json"))?;
+/// let validator = jsonschema::draft7::new(&schema)?;
+/// assert!(!validator.is_valid(&serde_json::json!({ "ok": true })));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// Which schemas apply to a document: an envelope is checked against `response-envelope.json`;
+/// an INCOMPLETE one (exit 14) against `incomplete-response.json` as well; a manifest printed bare
+/// against `manifest-response.json`, and a manifest wrapped in an envelope against
+/// `response-envelope.json` with `manifest-response.json` applied to its `data`. [`WireKind`]
+/// encodes exactly this.
 pub const SCHEMA_FILES: [&str; 6] = [
     "exit-code.json",
     "exit-code-entry.json",
@@ -163,8 +185,8 @@ pub enum WireKind {
     /// A bare manifest (`commands` and `schema_version` at the top):
     /// `manifest-response.json`.
     Manifest,
-    /// An envelope whose `error.code` is `INCOMPLETE`: `response-envelope.json` and
-    /// `incomplete-response.json`.
+    /// An envelope whose `error.code` is `INCOMPLETE` or whose `meta.exit_code` is 14:
+    /// `response-envelope.json` and `incomplete-response.json`.
     IncompleteEnvelope,
     /// An envelope wrapping a manifest as its `data`: `response-envelope.json`, and
     /// `manifest-response.json` applied to `data`.
@@ -187,6 +209,7 @@ impl WireKind {
             WireKind::Other
         } else if value.pointer("/error/code").and_then(serde_json::Value::as_str)
             == Some("INCOMPLETE")
+            || value.pointer("/meta/exit_code").and_then(serde_json::Value::as_u64) == Some(14)
         {
             WireKind::IncompleteEnvelope
         } else if value.get("data").is_some_and(is_manifest) {

@@ -274,3 +274,18 @@ fn fixtures_meet_their_expectations() {
         failures.len()
     );
 }
+
+#[test]
+fn extraction_finds_whole_objects_and_ignores_braces_in_strings() {
+    let text = "Prose { not an object\n\
+                {\n  \"a\": \"} and {\",\n  \"b\": { \"c\": \"\\\"}\" }\n}\n\
+                more prose\n  { \"indented\": true }\n\
+                {\n  \"second\": 2\n}\n\
+                {\n  \"unclosed\": 1\n";
+    let found = conform_workspace::json_objects_in_text(text);
+    let lines: Vec<usize> = found.iter().map(|(line, _)| *line).collect();
+    assert_eq!(lines, [2, 8], "objects found: {found:?}");
+    let first: Value = serde_json::from_str(found[0].1).expect("first object parses");
+    assert_eq!(first["a"], "} and {");
+    assert_eq!(first["b"]["c"], "\"}");
+}
