@@ -13,7 +13,7 @@ use crate::discover::{check_rule, compact};
 use crate::exec::{Outcome, Termination};
 use crate::outcome::{Finding, StepRecord, millis};
 use crate::redact::Redactor;
-use crate::scenario::{Expect, PointerCheck};
+use crate::scenario::{Expect, PointerCheck, template_vars};
 use crate::schemas;
 
 /// After the process exited, stdout and stderr must reach end-of-file within this long for the
@@ -225,7 +225,10 @@ pub fn check_one(expect: &Expect, obs: &Observation, resolve: &dyn Resolve) -> V
     if expect.progress_monotonic == Some(true) {
         findings.extend(progress_findings(resolve.history()));
     }
-    findings.into_iter().map(|f| f.at_step(step.clone())).collect()
+    findings
+        .into_iter()
+        .map(|f| if f.step.is_some() { f } else { f.at_step(step.clone()) })
+        .collect()
 }
 
 fn json_checks(
@@ -326,6 +329,7 @@ fn pointer_check(
         }
     }
     if let Some(want) = &check.equals {
+        let templated = matches!(want, Value::String(s) if !template_vars(s).is_empty());
         let want = match want {
             Value::String(s) => match resolve.text(s) {
                 Ok(t) => Value::String(t),
@@ -336,7 +340,11 @@ fn pointer_check(
             },
             other => other.clone(),
         };
-        if value != Some(&want) {
+        // A template yields text; where the response holds a number (`{budget}` against
+        // `meta.budget_ms`), the text is read as that number.
+        let numeric_match = templated
+            && matches!((value, &want), (Some(Value::Number(n)), Value::String(t)) if n.to_string() == *t);
+        if value != Some(&want) && !numeric_match {
             findings.push(
                 Finding::new("json-pointer", format!("`{p}` has the wrong value"))
                     .expected(compact(&want))

@@ -6,6 +6,7 @@
 
 pub mod calibrate;
 pub mod checks;
+pub mod cli;
 pub mod discover;
 pub mod event;
 pub mod exec;
@@ -14,6 +15,7 @@ pub mod outcome;
 pub mod plan;
 pub mod profile;
 pub mod redact;
+pub mod report;
 pub mod run;
 pub mod sandbox;
 pub mod scenario;

@@ -1,6 +1,5 @@
-//! `conform`: parse, run, exit.
+//! `conform`: parse, run, exit. Everything else is in the library (`conform::cli`).
 
 fn main() -> std::process::ExitCode {
-    eprintln!("conform: not built yet");
-    std::process::ExitCode::from(1)
+    std::process::ExitCode::from(conform::cli::main_with(std::env::args_os()))
 }

@@ -1,7 +1,8 @@
 //! Stage: plan. Which scenarios of the catalogue run, and which are skipped before running and
 //! why.
 //!
-//! `--only` and `--skip` each take a requirement id (`REQ-F-080`), a scenario id or a tag;
+//! `--only` and `--skip` each take a requirement id (`REQ-F-080`), a scenario id, a tag or a
+//! role name;
 //! several `--only` values add up, and `--skip` removes from the result. A value that matches
 //! nothing in the catalogue is an invocation error (a typo must not silently run nothing).
 //! A scenario needing a role the profile does not define is skipped with that reason, as is one
@@ -21,7 +22,7 @@ pub struct Planned<'c> {
 
 /// A filter value that matches no scenario.
 #[derive(Debug, thiserror::Error)]
-#[error("`{flag} {value}` matches no scenario id, requirement or tag (see `conform list`)")]
+#[error("`{flag} {value}` matches no scenario id, requirement, tag or role (see `conform list`)")]
 pub struct FilterError {
     /// `--only` or `--skip`.
     pub flag: &'static str,
@@ -29,9 +30,13 @@ pub struct FilterError {
     pub value: String,
 }
 
-/// Whether a filter value selects a scenario.
+/// Whether a filter value selects a scenario: its id, its requirement, one of its tags, or one
+/// of the roles it needs.
 pub fn selects(value: &str, s: &Scenario) -> bool {
-    s.id == value || s.requirement == value || s.tags.iter().any(|t| t == value)
+    s.id == value
+        || s.requirement == value
+        || s.tags.iter().any(|t| t == value)
+        || s.roles.iter().any(|r| r == value)
 }
 
 /// Filters the catalogue and decides the static skips.

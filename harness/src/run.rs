@@ -20,7 +20,7 @@ use nix::sys::signal::killpg;
 use nix::unistd::Pid;
 use serde_json::Value;
 
-use crate::calibrate::{Calibration, Calibrator};
+use crate::calibrate::{Calibration, Calibrator, SLACK};
 use crate::checks::{self, Observation, Resolve};
 use crate::discover::Commands;
 use crate::event::{Event, EventSender};
@@ -30,8 +30,8 @@ use crate::plan::Planned;
 use crate::profile::{Profile, Role};
 use crate::sandbox::{self, Sandbox};
 use crate::scenario::{
-    Expect, RunStep, Scenario, ShellStep, StdinKind, Step, Var, eval_duration, signal_by_name,
-    walk_template,
+    CONSTANT_SLACK, Expect, RunStep, Scenario, ShellStep, StdinKind, Step, Var, eval_duration,
+    signal_by_name, walk_template,
 };
 
 /// How long workers get to stop after their jobs were cancelled, before the sweep.
@@ -141,7 +141,13 @@ impl Engine {
         let sandbox = self.sandbox_for(&[role_name])?;
         let mut argv = vec![self.tool.display().to_string()];
         argv.extend(role.argv.iter().cloned());
-        argv.extend(["--budget".to_owned(), "0".to_owned()]);
+        // A role whose command declares no interruption has no --budget flag (CONTRACT §2):
+        // its plain run is its calibration.
+        let interruptible =
+            self.commands.command_for_args(&role.argv).is_none_or(|(_, info)| info.interruptible());
+        if interruptible {
+            argv.extend(["--budget".to_owned(), "0".to_owned()]);
+        }
         let mut inv = sandbox.invocation(Program::Argv(argv.iter().map(OsString::from).collect()));
         for (k, v) in &role.env {
             inv.env.insert(k.into(), v.into());
@@ -374,7 +380,10 @@ struct ScenarioState<'e> {
 
 impl Resolve for ScenarioState<'_> {
     fn duration(&self, expr: &str) -> Result<Duration, String> {
-        eval_duration(expr, |name| self.calibration.as_ref().and_then(|c| c.var(name)))
+        eval_duration(expr, |name| match name {
+            CONSTANT_SLACK => Some(SLACK),
+            _ => self.calibration.as_ref().and_then(|c| c.var(name)),
+        })
     }
 
     fn text(&self, template: &str) -> Result<String, String> {
@@ -408,6 +417,7 @@ impl Resolve for ScenarioState<'_> {
 impl ScenarioState<'_> {
     fn var_text(&self, var: &Var) -> Option<String> {
         match var {
+            Var::Calibration(name) if name == CONSTANT_SLACK => Some(millis(SLACK).to_string()),
             Var::Calibration(name) => {
                 self.calibration.as_ref()?.var(name).map(|d| millis(d).to_string())
             }

@@ -441,10 +441,11 @@ impl Scenario {
     /// with the calibrated response).
     pub fn needs_calibration(&self) -> bool {
         self.steps.iter().any(|s| {
-            s.templates()
-                .iter()
-                .any(|t| template_vars(t).iter().any(|v| matches!(v, Var::Calibration(_))))
-                || s.expect().is_some_and(|e| e.matches_calibrated == Some(true))
+            s.templates().iter().any(|t| {
+                template_vars(t)
+                    .iter()
+                    .any(|v| matches!(v, Var::Calibration(name) if name != CONSTANT_SLACK))
+            }) || s.expect().is_some_and(|e| e.matches_calibrated == Some(true))
         })
     }
 
@@ -464,6 +465,9 @@ impl Scenario {
 /// The calibration variables (see the manual for how each is derived).
 pub const CALIBRATION_VARS: [&str; 5] =
     ["calibrated", "budget", "half_budget", "long_budget", "slack"];
+
+/// The one duration variable that needs no calibration: the margin on timing checks.
+pub const CONSTANT_SLACK: &str = "slack";
 
 /// The variables that only make sense for work long enough to interrupt.
 pub const INTERRUPTION_VARS: [&str; 2] = ["budget", "half_budget"];
@@ -508,12 +512,12 @@ pub fn walk_template(
     while let Some(pos) = rest.find(['{', '}']) {
         out.push_str(&rest[..pos]);
         let c = &rest[pos..];
-        if c.starts_with("{{") {
+        if let Some(after) = c.strip_prefix("{{") {
             out.push('{');
-            rest = &c[2..];
-        } else if c.starts_with("}}") {
+            rest = after;
+        } else if let Some(after) = c.strip_prefix("}}") {
             out.push('}');
-            rest = &c[2..];
+            rest = after;
         } else if c.starts_with('}') {
             return Err(format!("unmatched `}}` in {template:?}"));
         } else {

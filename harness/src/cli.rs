@@ -1,0 +1,383 @@
+//! The command line: `conform run | list | explain | completions`.
+//!
+//! Parsing is clap's; everything after parsing is a function returning conform's exit code
+//! ([`crate::exit`]). A bad invocation, an unreadable or invalid profile, a filter that matches
+//! nothing or a report file that cannot be created is `ARG_ERROR` (2) and nothing runs; with
+//! `--format json` the error is one spec envelope on stdout, otherwise a message on stderr.
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
+use serde_json::{Value, json};
+
+use crate::event::{Event, EventStream, RunInfo};
+use crate::exit;
+use crate::outcome::{RunSummary, millis};
+use crate::plan;
+use crate::profile::{DEFAULT_PROFILE, Profile};
+use crate::report::{self, Format, ReportOptions, SPEC_VERSION};
+use crate::run::Engine;
+use crate::scenario::{Catalogue, SCENARIO_FILES, Scenario};
+
+/// conform: the conformance suite for CLI tools that AI agents call.
+#[derive(Debug, Parser)]
+#[command(name = "conform", version, about, long_about = None)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the scenarios against a tool and report per criterion.
+    Run(RunArgs),
+    /// List the scenario catalogue.
+    List {
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = OutputFormat::Human)]
+        format: OutputFormat,
+    },
+    /// Show one scenario in full.
+    Explain {
+        /// The scenario id (see `conform list`).
+        scenario_id: String,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = OutputFormat::Human)]
+        format: OutputFormat,
+    },
+    /// Print a shell completion script.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+}
+
+/// `conform run`.
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// The tool under test: a path, or a name looked up in PATH.
+    pub tool: OsString,
+    /// The profile (default: ./conform.toml when it exists).
+    #[arg(long, value_name = "FILE")]
+    pub profile: Option<PathBuf>,
+    /// Run only scenarios with this id, requirement or tag (repeatable).
+    #[arg(long, value_name = "ID")]
+    pub only: Vec<String>,
+    /// Skip scenarios with this id, requirement or tag (repeatable).
+    #[arg(long, value_name = "ID")]
+    pub skip: Vec<String>,
+    /// Scenarios run at once.
+    #[arg(short = 'j', long = "jobs", value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub jobs: u16,
+    /// The report on stdout.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Human)]
+    pub format: OutputFormat,
+    /// Also write a JUnit XML report here.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Also write a Markdown summary here (for CI step summaries).
+    #[arg(long = "summary-md", value_name = "FILE")]
+    pub summary_md: Option<PathBuf>,
+    /// Compare each step's normalized response with the snapshots in DIR.
+    #[arg(long, value_name = "DIR")]
+    pub snapshots: Option<PathBuf>,
+    /// Rewrite the snapshots instead of comparing.
+    #[arg(long, requires = "snapshots")]
+    pub update: bool,
+    /// Expected failures, each with a reason.
+    #[arg(long, value_name = "FILE")]
+    pub baseline: Option<PathBuf>,
+    /// Keep each scenario's sandbox directory (their paths go to stderr).
+    #[arg(long)]
+    pub keep_sandboxes: bool,
+}
+
+/// `--format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    /// For people.
+    Human,
+    /// One JSON envelope on stdout.
+    Json,
+}
+
+/// A bad invocation: message for people, and whether JSON was asked for.
+struct ArgError {
+    message: String,
+    json: bool,
+}
+
+impl ArgError {
+    fn new(message: impl Into<String>, format: OutputFormat) -> Self {
+        ArgError { message: message.into(), json: format == OutputFormat::Json }
+    }
+}
+
+/// Parses `args` (program name first) and runs; returns conform's exit code.
+pub fn main_with(args: impl IntoIterator<Item = OsString>) -> u8 {
+    let started = Instant::now();
+    let args: Vec<OsString> = args.into_iter().collect();
+    let cli = match Cli::try_parse_from(&args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+                let _ = e.print();
+                return exit::SUCCESS;
+            }
+            let json = wants_json(&args);
+            let message = e.render().to_string();
+            return arg_error(&ArgError { message: message.trim().to_owned(), json }, started);
+        }
+    };
+    let result = match cli.command {
+        Command::Run(run) => run_command(&run, started),
+        Command::List { format } => list(format),
+        Command::Explain { scenario_id, format } => explain(&scenario_id, format),
+        Command::Completions { shell } => {
+            let mut cmd = Cli::command();
+            clap_complete::generate(shell, &mut cmd, "conform", &mut std::io::stdout().lock());
+            Ok(exit::SUCCESS)
+        }
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => arg_error(&e, started),
+    }
+}
+
+/// Whether the raw arguments ask for `--format json` (used when clap itself failed).
+fn wants_json(args: &[OsString]) -> bool {
+    args.windows(2).any(|w| w[0] == "--format" && w[1] == "json")
+        || args.iter().any(|a| a == "--format=json")
+}
+
+fn arg_error(e: &ArgError, started: Instant) -> u8 {
+    if e.json {
+        let envelope = json!({
+            "ok": false,
+            "data": null,
+            "error": {
+                "code": "ARG_ERROR",
+                "message": e.message,
+                "retryable": false,
+                "phase": "validation",
+            },
+            "warnings": [],
+            "meta": { "exit_code": exit::ARG_ERROR, "duration_ms": millis(started.elapsed()) },
+        });
+        write_stdout(&format!("{envelope}\n"));
+    } else {
+        eprintln!("conform: {}", e.message);
+    }
+    exit::ARG_ERROR
+}
+
+fn write_stdout(text: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes());
+    let _ = out.flush();
+}
+
+fn success_envelope(data: Value, started: Instant) -> String {
+    let envelope = json!({
+        "ok": true,
+        "data": data,
+        "error": null,
+        "warnings": [],
+        "meta": { "exit_code": exit::SUCCESS, "duration_ms": millis(started.elapsed()) },
+    });
+    format!("{envelope}\n")
+}
+
+/// The embedded catalogue; a broken one is a fault of this build.
+fn catalogue() -> Result<Catalogue, ArgError> {
+    Catalogue::embedded().map_err(|errors| ArgError {
+        message: format!(
+            "the scenario catalogue of this build is broken:\n{}",
+            errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n")
+        ),
+        json: false,
+    })
+}
+
+/// Finds the tool: a path must exist; a bare name must be in PATH.
+fn resolve_tool(tool: &OsString) -> Result<PathBuf, String> {
+    let path = Path::new(tool);
+    if path.components().count() > 1 || path.is_absolute() {
+        return std::fs::canonicalize(path)
+            .map_err(|e| format!("tool `{}` cannot be used: {e}", path.display()));
+    }
+    let search = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&search)
+        .map(|dir| dir.join(path))
+        .find(|candidate| candidate.is_file())
+        .ok_or_else(|| format!("tool `{}` is not a file and is not found in PATH", path.display()))
+}
+
+fn load_profile(args: &RunArgs) -> Result<Profile, String> {
+    match &args.profile {
+        Some(path) => Profile::load(path).map_err(|e| format!("invalid profile: {e}")),
+        None => {
+            let default = Path::new(DEFAULT_PROFILE);
+            if default.exists() {
+                Profile::load(default).map_err(|e| format!("invalid profile: {e}"))
+            } else {
+                Ok(Profile::none())
+            }
+        }
+    }
+}
+
+fn run_command(args: &RunArgs, started: Instant) -> Result<u8, ArgError> {
+    let fail = |m: String| ArgError::new(m, args.format);
+    let tool = resolve_tool(&args.tool).map_err(fail)?;
+    let profile = load_profile(args).map_err(fail)?;
+    let catalogue = catalogue()?;
+    let planned = plan::plan(&catalogue, &args.only, &args.skip, &profile)
+        .map_err(|e| fail(e.to_string()))?;
+    let options = ReportOptions {
+        format: match args.format {
+            OutputFormat::Human => Format::Human,
+            OutputFormat::Json => Format::Json,
+        },
+        junit: args.junit.clone(),
+        summary_md: args.summary_md.clone(),
+        progress: true,
+    };
+    let reporters = report::reporters(&options).map_err(|e| fail(e.to_string()))?;
+    let roles_missing = plan::roles_missing(&planned, &profile);
+
+    let engine = Engine::new(tool.clone(), profile, args.keep_sandboxes);
+    let stream = EventStream::start(reporters);
+    let events = stream.sender();
+    let jobs = usize::from(args.jobs);
+    events.send(Event::RunStarted(RunInfo {
+        tool: tool.display().to_string(),
+        spec_version: SPEC_VERSION.to_owned(),
+        scenario_count: planned.len(),
+        jobs,
+    }));
+    let results = engine.run_plan(&planned, jobs, &events);
+    let summary = RunSummary::compute(&results, roles_missing, false, millis(started.elapsed()));
+    let code = summary.exit_code;
+    events.send(Event::RunFinished(summary));
+    drop(events);
+    if let Err(e) = stream.finish() {
+        eprintln!("conform: {e}");
+        return Ok(exit::GENERAL_ERROR);
+    }
+    Ok(code)
+}
+
+fn list(format: OutputFormat) -> Result<u8, ArgError> {
+    let started = Instant::now();
+    let catalogue = catalogue()?;
+    match format {
+        OutputFormat::Json => {
+            let scenarios: Vec<Value> = catalogue.scenarios.iter().map(summary_json).collect();
+            write_stdout(&success_envelope(json!({ "scenarios": scenarios }), started));
+        }
+        OutputFormat::Human => write_stdout(&list_table(&catalogue)),
+    }
+    Ok(exit::SUCCESS)
+}
+
+fn summary_json(s: &Scenario) -> Value {
+    json!({
+        "id": s.id,
+        "requirement": s.requirement,
+        "criterion": s.criterion,
+        "level": s.level,
+        "roles": s.roles,
+        "tags": s.tags,
+    })
+}
+
+/// The catalogue as a plain table: id, requirement, level, roles, criterion.
+pub fn list_table(catalogue: &Catalogue) -> String {
+    let rows: Vec<[String; 5]> = catalogue
+        .scenarios
+        .iter()
+        .map(|s| {
+            [
+                s.id.clone(),
+                s.requirement.clone(),
+                s.level.to_string(),
+                if s.roles.is_empty() { "-".into() } else { s.roles.join(",") },
+                s.criterion.clone(),
+            ]
+        })
+        .collect();
+    let header = ["ID", "REQUIREMENT", "LEVEL", "ROLES", "CRITERION"].map(str::to_owned);
+    let mut widths = [0usize; 4];
+    for row in std::iter::once(&header).chain(&rows) {
+        for (w, cell) in widths.iter_mut().zip(row.iter()) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for row in std::iter::once(&header).chain(&rows) {
+        for (w, cell) in widths.iter().zip(row.iter()) {
+            out.push_str(cell);
+            out.push_str(&" ".repeat(w - cell.chars().count() + 2));
+        }
+        out.push_str(&row[4]);
+        out.push('\n');
+    }
+    out.push_str(&format!("{} scenarios\n", rows.len()));
+    out
+}
+
+fn explain(id: &str, format: OutputFormat) -> Result<u8, ArgError> {
+    let started = Instant::now();
+    let catalogue = catalogue()?;
+    let Some(s) = catalogue.get(id) else {
+        let close: Vec<&str> = catalogue
+            .scenarios
+            .iter()
+            .map(|s| s.id.as_str())
+            .filter(|other| other.contains(id) || id.contains(*other))
+            .take(5)
+            .collect();
+        let hint = if close.is_empty() {
+            " (see `conform list`)".to_owned()
+        } else {
+            format!(" (did you mean: {}?)", close.join(", "))
+        };
+        return Err(ArgError::new(format!("no scenario `{id}`{hint}"), format));
+    };
+    let source = SCENARIO_FILES
+        .iter()
+        .find(|(rel, _)| rel.ends_with(&format!("/{id}.toml")))
+        .map(|(_, text)| *text)
+        .unwrap_or_default();
+    match format {
+        OutputFormat::Json => {
+            let data = json!({ "scenario": s, "source": source });
+            write_stdout(&success_envelope(data, started));
+        }
+        OutputFormat::Human => {
+            let mut out = format!("{} ({}, {})\n  {}\n", s.id, s.requirement, s.level, s.criterion);
+            if !s.roles.is_empty() {
+                out.push_str(&format!("  roles: {}\n", s.roles.join(", ")));
+            }
+            if !s.tags.is_empty() {
+                out.push_str(&format!("  tags: {}\n", s.tags.join(", ")));
+            }
+            if let Some(notes) = &s.notes {
+                out.push_str(&format!("  notes: {}\n", notes.trim()));
+            }
+            out.push('\n');
+            out.push_str(source);
+            write_stdout(&out);
+        }
+    }
+    Ok(exit::SUCCESS)
+}
