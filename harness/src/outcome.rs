@@ -486,8 +486,8 @@ pub struct ScenarioResult {
     /// that the tool made differently).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
-    /// Every process the scenario ran, in order.
-    #[serde(default)]
+    /// Every process the scenario ran, in order (`evidence` in the JSON report).
+    #[serde(default, rename = "evidence")]
     pub steps: Vec<StepRecord>,
     /// Wall-clock time of the whole scenario.
     pub duration_ms: u64,

@@ -1,0 +1,298 @@
+//! The human report: grouped by requirement, one line per scenario, then every failure with its
+//! evidence and the command that reproduces it, then the verdicts.
+
+use std::fmt::Write as _;
+
+use super::{Collector, RunReport, Sink, human_duration};
+use crate::event::{Event, ReportError, Reporter};
+use crate::exit;
+use crate::outcome::{BaselineMark, ScenarioResult, Status, StepRecord, Verdict};
+
+/// How many lines of a step's stderr the failure section shows.
+pub const STDERR_LINES: usize = 8;
+
+/// Writes the human report when the run finishes.
+pub struct HumanReporter {
+    sink: Sink,
+    colour: bool,
+    collector: Collector,
+}
+
+impl HumanReporter {
+    /// A reporter writing to `sink`, with ANSI colours when `colour` is true.
+    pub fn new(sink: Sink, colour: bool) -> Self {
+        HumanReporter { sink, colour, collector: Collector::default() }
+    }
+}
+
+impl Reporter for HumanReporter {
+    fn handle(&mut self, event: &Event) -> Result<(), ReportError> {
+        match self.collector.record(event) {
+            Some(report) => self.sink.write_all(&render(&report, self.colour)),
+            None => Ok(()),
+        }
+    }
+}
+
+/// ANSI styling that is a no-op when colour is off.
+#[derive(Debug, Clone, Copy)]
+struct Paint(bool);
+
+impl Paint {
+    fn wrap(self, code: &str, text: &str) -> String {
+        if self.0 { format!("\x1b[{code}m{text}\x1b[0m") } else { text.to_owned() }
+    }
+    fn red(self, t: &str) -> String {
+        self.wrap("1;31", t)
+    }
+    fn green(self, t: &str) -> String {
+        self.wrap("32", t)
+    }
+    fn yellow(self, t: &str) -> String {
+        self.wrap("33", t)
+    }
+    fn dim(self, t: &str) -> String {
+        self.wrap("2", t)
+    }
+    fn bold(self, t: &str) -> String {
+        self.wrap("1", t)
+    }
+    fn status(self, r: &ScenarioResult) -> String {
+        let word = format!("{:<6}", r.display_status());
+        match (&r.status, r.is_expected_failure()) {
+            (_, true) => self.yellow(&word),
+            (Status::Pass, _) => self.green(&word),
+            (Status::Fail, _) => self.red(&word.to_uppercase()),
+            (Status::Skip { .. }, _) => self.dim(&word),
+            (Status::Error { .. }, _) => self.red(&word.to_uppercase()),
+        }
+    }
+    fn verdict(self, v: Verdict) -> String {
+        match v {
+            Verdict::Pass => self.green(v.as_str()),
+            Verdict::Fail => self.red(v.as_str()),
+            Verdict::Partial => self.yellow(v.as_str()),
+            Verdict::Skipped => self.dim(v.as_str()),
+        }
+    }
+}
+
+/// The whole human report as text.
+pub fn render(report: &RunReport, colour: bool) -> String {
+    let p = Paint(colour);
+    let mut out = String::new();
+    let info = &report.info;
+    let _ = writeln!(
+        out,
+        "{} {} against the CLI Agent Spec {} ({} scenarios, {} at a time)",
+        p.bold("conform:"),
+        info.tool,
+        info.spec_version,
+        info.scenario_count,
+        info.jobs
+    );
+    let id_width = report.results.iter().map(|r| r.id.len()).max().unwrap_or(0).max(20);
+    for (requirement, group) in report.by_requirement() {
+        let verdict = report
+            .summary
+            .requirements
+            .iter()
+            .find(|v| v.requirement == requirement)
+            .map_or(Verdict::of(group.iter().copied()), |v| v.verdict);
+        let _ = writeln!(out, "\n{} ({})", p.bold(requirement), p.verdict(verdict));
+        for r in group {
+            let _ = write!(out, "  {} {:<6} {:<id_width$}", p.status(r), r.level.as_str(), r.id);
+            let tail = match (&r.status, &r.baseline) {
+                (Status::Skip { reason }, _) => p.dim(reason),
+                (Status::Error { message }, _) => {
+                    format!("{}  harness error: {message}", human_duration(r.duration_ms))
+                }
+                (_, Some(BaselineMark::ExpectedFailure { reason })) => {
+                    format!("{}  baseline: {reason}", human_duration(r.duration_ms))
+                }
+                (_, Some(BaselineMark::Stale { reason })) => format!(
+                    "{}  {}",
+                    human_duration(r.duration_ms),
+                    p.red(&format!("stale baseline entry (now passes; remove it): {reason}"))
+                ),
+                (_, Some(BaselineMark::Unexpected)) => {
+                    format!("{}  {}", human_duration(r.duration_ms), p.red("not in the baseline"))
+                }
+                (_, None) => human_duration(r.duration_ms),
+            };
+            let _ = writeln!(out, " {}", tail.trim_end());
+            for note in &r.notes {
+                let _ = writeln!(out, "         {} {note}", p.dim("note:"));
+            }
+        }
+    }
+
+    let failed: Vec<&ScenarioResult> = report
+        .results
+        .iter()
+        .filter(|r| matches!(r.status, Status::Fail | Status::Error { .. }))
+        .collect();
+    if !failed.is_empty() {
+        let _ = writeln!(out, "\n{}", p.bold("Failures"));
+        for r in failed {
+            render_failure(&mut out, p, r);
+        }
+    }
+    render_summary(&mut out, p, report);
+    out
+}
+
+fn render_failure(out: &mut String, p: Paint, r: &ScenarioResult) {
+    let _ = writeln!(
+        out,
+        "\n{} {} ({}, {})",
+        p.status(r).trim_end(),
+        p.bold(&r.id),
+        r.requirement,
+        r.level
+    );
+    let _ = writeln!(out, "  criterion: {}", r.criterion);
+    if let Some(BaselineMark::ExpectedFailure { reason }) = &r.baseline {
+        let _ = writeln!(out, "  expected by the baseline: {reason}");
+    }
+    if let Status::Error { message } = &r.status {
+        let _ = writeln!(out, "  conform failed: {message}");
+    }
+    for finding in &r.findings {
+        let text = finding.to_string();
+        let mut lines = text.lines();
+        if let Some(first) = lines.next() {
+            let _ = writeln!(out, "  {first}");
+        }
+        for line in lines {
+            // Evidence lines come indented by the finding's Display; re-indent uniformly.
+            let line = line.strip_prefix("  ").unwrap_or(line);
+            let _ = writeln!(out, "    {}", colour_diff_line(p, line));
+        }
+    }
+    for step in steps_to_show(r) {
+        let _ = writeln!(out, "  reproduce `{}` ({}):", step.name, step.ended);
+        let _ = writeln!(out, "    {}", step.repro);
+        let stderr = step.stderr.text.trim_end();
+        if !stderr.is_empty() {
+            let lines: Vec<&str> = stderr.lines().collect();
+            let shown = &lines[lines.len().saturating_sub(STDERR_LINES)..];
+            let _ = writeln!(out, "  stderr of `{}` (last lines):", step.name);
+            for line in shown {
+                let _ = writeln!(out, "    {}", p.dim(line));
+            }
+        }
+    }
+}
+
+fn colour_diff_line(p: Paint, line: &str) -> String {
+    if line.starts_with("+++") || line.starts_with("---") {
+        p.bold(line)
+    } else if line.starts_with('+') {
+        p.green(line)
+    } else if line.starts_with('-') {
+        p.red(line)
+    } else if line.starts_with("@@") {
+        p.dim(line)
+    } else {
+        line.to_owned()
+    }
+}
+
+/// The steps whose repro a failure shows: those its findings name, in order, or the last step
+/// when no finding names one.
+pub fn steps_to_show(r: &ScenarioResult) -> Vec<&StepRecord> {
+    let mut shown: Vec<&StepRecord> = Vec::new();
+    let mut unnamed = false;
+    for finding in &r.findings {
+        match &finding.step {
+            Some(name) => {
+                if let Some(step) = r.steps.iter().find(|s| &s.name == name) {
+                    if !shown.iter().any(|s| s.name == step.name) {
+                        shown.push(step);
+                    }
+                }
+            }
+            None => unnamed = true,
+        }
+    }
+    if (unnamed || r.findings.is_empty()) && shown.is_empty() {
+        if let Some(last) = r.steps.last() {
+            shown.push(last);
+        }
+    }
+    shown
+}
+
+fn render_summary(out: &mut String, p: Paint, report: &RunReport) {
+    let s = &report.summary;
+    let c = &s.counts;
+    let _ = writeln!(out, "\n{}", p.bold("Summary"));
+    let mut parts = vec![format!("{} passed", c.pass), format!("{} failed", c.fail)];
+    if c.expected_fail > 0 {
+        parts.push(format!("{} expected failures", c.expected_fail));
+    }
+    parts.push(format!("{} skipped", c.skip));
+    if c.error > 0 {
+        parts.push(format!("{} harness errors", c.error));
+    }
+    let _ = writeln!(
+        out,
+        "  scenarios: {} ({} in all, {})",
+        parts.join(", "),
+        c.total,
+        human_duration(s.duration_ms)
+    );
+    let levels: Vec<String> =
+        s.levels.iter().map(|l| format!("{} {}", l.level, p.verdict(l.verdict))).collect();
+    if !levels.is_empty() {
+        let _ = writeln!(out, "  levels: {}", levels.join(", "));
+    }
+    let _ = writeln!(
+        out,
+        "  coverage: {} of {} scenarios ran",
+        s.coverage.run,
+        s.coverage.run + s.coverage.skipped
+    );
+    for group in &s.coverage.skip_reasons {
+        let _ = writeln!(out, "    skipped ({}): {}", group.reason, group.scenarios.join(", "));
+    }
+    if !s.coverage.roles_missing.is_empty() {
+        let _ = writeln!(
+            out,
+            "    roles missing from the profile: {}",
+            s.coverage.roles_missing.join(", ")
+        );
+    }
+    if s.baseline.in_use {
+        let _ = writeln!(
+            out,
+            "  baseline: {} expected failures, {} unexpected failures, {} stale entries",
+            s.baseline.expected_failures.len(),
+            s.baseline.unexpected_failures.len(),
+            s.baseline.stale.len()
+        );
+        if !s.baseline.stale.is_empty() {
+            let _ = writeln!(
+                out,
+                "    stale (these pass now; remove them from the baseline): {}",
+                s.baseline.stale.join(", ")
+            );
+        }
+        if !s.baseline.unexpected_failures.is_empty() {
+            let _ = writeln!(
+                out,
+                "    unexpected (fix them or add them to the baseline with a reason): {}",
+                s.baseline.unexpected_failures.join(", ")
+            );
+        }
+    }
+    let verdict = match s.exit_code {
+        exit::SUCCESS => p.green("CONFORMANT"),
+        exit::NOT_CONFORMANT => p.red("NOT CONFORMANT"),
+        exit::BASELINE_MISMATCH => p.red("CONFORMANT, BUT THE BASELINE DOES NOT MATCH"),
+        _ => p.red("NO VERDICT (conform failed)"),
+    };
+    let _ =
+        writeln!(out, "  verdict: {verdict} (exit {} {})", s.exit_code, exit::name(s.exit_code));
+}

@@ -1,0 +1,117 @@
+//! `--junit FILE`: JUnit XML for CI systems.
+//!
+//! One `<testsuite>` per requirement, one `<testcase>` per scenario (name = scenario id,
+//! classname = requirement, with the level as a property). A failed scenario is a `<failure>`
+//! whose message is its first finding and whose text holds every finding and the repro lines;
+//! a harness error is an `<error>`; a skipped scenario is `<skipped>` with the reason. A
+//! failure the baseline expected is reported as passed, with a `baseline` property saying so
+//! (CI systems have no "expected failure"); a stale baseline entry is a `<failure>`, as it
+//! fails the run.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
+
+use super::human::steps_to_show;
+use super::{Collector, RunReport, Sink};
+use crate::event::{Event, ReportError, Reporter};
+use crate::outcome::{BaselineMark, ScenarioResult, Status};
+
+/// Writes JUnit XML when the run finishes.
+pub struct JunitReporter {
+    sink: Sink,
+    collector: Collector,
+}
+
+impl JunitReporter {
+    /// A reporter writing to `sink`.
+    pub fn new(sink: Sink) -> Self {
+        JunitReporter { sink, collector: Collector::default() }
+    }
+}
+
+impl Reporter for JunitReporter {
+    fn handle(&mut self, event: &Event) -> Result<(), ReportError> {
+        match self.collector.record(event) {
+            Some(report) => {
+                let xml = render(&report)?;
+                self.sink.write_all(&xml)
+            }
+            None => Ok(()),
+        }
+    }
+}
+
+/// The JUnit XML of a finished run.
+pub fn render(report: &RunReport) -> Result<String, ReportError> {
+    let mut junit = Report::new(format!("conform {}", report.info.tool));
+    junit.set_time(Duration::from_millis(report.summary.duration_ms));
+    for (requirement, group) in report.by_requirement() {
+        let mut suite = TestSuite::new(requirement);
+        let time: u64 = group.iter().map(|r| r.duration_ms).sum();
+        suite.set_time(Duration::from_millis(time));
+        for r in group {
+            suite.add_test_case(test_case(r));
+        }
+        junit.add_test_suite(suite);
+    }
+    junit
+        .to_string()
+        .map_err(|e| ReportError::new("serialize the JUnit report", std::io::Error::other(e)))
+}
+
+fn test_case(r: &ScenarioResult) -> TestCase {
+    let status = match (&r.status, &r.baseline) {
+        (_, Some(BaselineMark::ExpectedFailure { .. })) => TestCaseStatus::success(),
+        (_, Some(BaselineMark::Stale { reason })) => {
+            let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+            s.set_type("stale-baseline")
+                .set_message("the scenario passes but the baseline expects it to fail")
+                .set_description(format!("baseline reason: {reason}"));
+            s
+        }
+        (Status::Pass, _) => TestCaseStatus::success(),
+        (Status::Fail, _) => {
+            let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+            let message =
+                r.findings.first().map_or_else(|| "failed".to_owned(), |f| f.message.clone());
+            let ty = r.findings.first().map_or_else(|| "fail".to_owned(), |f| f.check.clone());
+            s.set_type(ty).set_message(message).set_description(failure_text(r));
+            s
+        }
+        (Status::Skip { reason }, _) => {
+            let mut s = TestCaseStatus::skipped();
+            s.set_message(reason.as_str());
+            s
+        }
+        (Status::Error { message }, _) => {
+            let mut s = TestCaseStatus::non_success(NonSuccessKind::Error);
+            s.set_type("harness-error")
+                .set_message(message.as_str())
+                .set_description(failure_text(r));
+            s
+        }
+    };
+    let mut case = TestCase::new(r.id.as_str(), status);
+    case.set_classname(r.requirement.as_str());
+    case.set_time(Duration::from_millis(r.duration_ms));
+    case.add_property(Property::new("level", r.level.as_str()));
+    case.add_property(Property::new("criterion", r.criterion.as_str()));
+    if let Some(BaselineMark::ExpectedFailure { reason }) = &r.baseline {
+        case.add_property(Property::new("baseline", format!("expected failure: {reason}")));
+    }
+    case
+}
+
+/// Every finding, then the repro of the steps they name.
+fn failure_text(r: &ScenarioResult) -> String {
+    let mut out = format!("{}\n", r.criterion);
+    for finding in &r.findings {
+        let _ = writeln!(out, "\n{finding}");
+    }
+    for step in steps_to_show(r) {
+        let _ = writeln!(out, "\nreproduce `{}` ({}):\n  {}", step.name, step.ended, step.repro);
+    }
+    out
+}

@@ -1,0 +1,183 @@
+//! Baseline semantics: expected failures, unexpected failures, stale entries, unknown ids, and
+//! errors that point at the line and column.
+
+use std::path::Path;
+
+use conform::baseline::{Baseline, BaselineErrorKind, Syntax};
+use conform::exit;
+use conform::outcome::{BaselineMark, Level, RunSummary, ScenarioResult, Status};
+
+use super::report::{result, sample_results};
+
+const TOML: &str = r#"
+# known failures of mytool
+[[expected_failures]]
+scenario = "budget-flag-beats-env"
+reason = "the env variable still wins; issue 42"
+
+[[expected_failures]]
+scenario = "cancel-scoped"
+reason = "was flaky"
+"#;
+
+fn parse(text: &str, syntax: Syntax) -> Result<Baseline, conform::baseline::BaselineError> {
+    Baseline::parse(text, syntax, Path::new("conform-baseline.toml"))
+}
+
+fn summarize(
+    baseline: &Baseline,
+    mut results: Vec<ScenarioResult>,
+) -> (Vec<ScenarioResult>, RunSummary) {
+    for r in &mut results {
+        baseline.apply(r);
+    }
+    let summary = RunSummary::compute(&results, Vec::new(), true, 0);
+    (results, summary)
+}
+
+#[test]
+fn expected_failure_does_not_count_but_a_stale_entry_fails_the_run() {
+    let baseline = parse(TOML, Syntax::Toml).unwrap();
+    let (results, summary) = summarize(&baseline, sample_results());
+    let mark = |id: &str| results.iter().find(|r| r.id == id).unwrap().baseline.clone();
+    assert_eq!(
+        mark("budget-flag-beats-env"),
+        Some(BaselineMark::ExpectedFailure {
+            reason: "the env variable still wins; issue 42".into()
+        })
+    );
+    // cancel-scoped passes now: its entry is stale.
+    assert_eq!(mark("cancel-scoped"), Some(BaselineMark::Stale { reason: "was flaky".into() }));
+    // A failure the baseline does not list.
+    assert_eq!(mark("progress-monotonic"), Some(BaselineMark::Unexpected));
+    // Skips and harness errors are left alone; so are passes without an entry.
+    assert_eq!(mark("pty-no-budget"), None);
+    assert_eq!(mark("pipes-released"), None);
+    assert_eq!(mark("manifest-valid"), None);
+
+    assert_eq!(summary.counts.expected_fail, 1);
+    assert_eq!(summary.baseline.expected_failures, vec!["budget-flag-beats-env"]);
+    assert_eq!(summary.baseline.stale, vec!["cancel-scoped"]);
+    assert_eq!(summary.baseline.unexpected_failures, vec!["progress-monotonic"]);
+    // The only `must` failure was expected, so conformance holds; the harness error wins.
+    assert_eq!(summary.levels[0].counts.fail, 0);
+    assert_eq!(summary.exit_code, exit::GENERAL_ERROR);
+}
+
+#[test]
+fn exit_code_per_baseline_outcome() {
+    let baseline = parse(TOML, Syntax::Toml).unwrap();
+    let failing = |id: &str, level| result(id, "REQ-F-080", level, Status::Fail);
+
+    // Only expected failures: success.
+    let (_, s) = summarize(
+        &baseline,
+        vec![failing("budget-flag-beats-env", Level::Must), failing("cancel-scoped", Level::May)],
+    );
+    assert_eq!(s.exit_code, exit::SUCCESS, "{s:?}");
+    assert!(s.conformant);
+
+    // A stale entry: baseline mismatch.
+    let (_, s) = summarize(
+        &baseline,
+        vec![
+            failing("budget-flag-beats-env", Level::Must),
+            result("cancel-scoped", "REQ-F-081", Level::May, Status::Pass),
+        ],
+    );
+    assert_eq!(s.exit_code, exit::BASELINE_MISMATCH);
+
+    // An unexpected `should` failure: baseline mismatch (no conformance problem).
+    let (_, s) = summarize(
+        &baseline,
+        vec![
+            failing("budget-flag-beats-env", Level::Must),
+            failing("cancel-scoped", Level::May),
+            failing("new-should", Level::Should),
+        ],
+    );
+    assert_eq!(s.exit_code, exit::BASELINE_MISMATCH);
+    assert!(s.conformant);
+
+    // An unexpected `must` failure: not conformant.
+    let (_, s) = summarize(
+        &baseline,
+        vec![
+            failing("budget-flag-beats-env", Level::Must),
+            failing("cancel-scoped", Level::May),
+            failing("new-must", Level::Must),
+        ],
+    );
+    assert_eq!(s.exit_code, exit::NOT_CONFORMANT);
+}
+
+#[test]
+fn json_syntax_is_accepted() {
+    let text = r#"{"expected_failures": [{"scenario": "a", "reason": "b"}]}"#;
+    let baseline = parse(text, Syntax::Json).unwrap();
+    assert_eq!(baseline.entries().len(), 1);
+    assert_eq!(Syntax::of(Path::new("x.JSON")), Syntax::Json);
+    assert_eq!(Syntax::of(Path::new("x.toml")), Syntax::Toml);
+}
+
+#[test]
+fn unknown_scenario_is_an_argument_error() {
+    let baseline = parse(TOML, Syntax::Toml).unwrap();
+    let known = ["budget-flag-beats-env", "manifest-valid"];
+    let err = baseline.check_known(known, Path::new("b.toml")).unwrap_err();
+    assert!(
+        matches!(&err.kind, BaselineErrorKind::UnknownScenarios(ids) if ids == &["cancel-scoped"])
+    );
+    assert!(err.to_string().contains("unknown scenario(s): cancel-scoped"), "{err}");
+    baseline.check_known(["budget-flag-beats-env", "cancel-scoped"], Path::new("b.toml")).unwrap();
+}
+
+#[test]
+fn errors_point_at_line_and_column() {
+    // A missing reason.
+    let text = "[[expected_failures]]\nscenario = \"a\"\n";
+    let err = parse(text, Syntax::Toml).unwrap_err();
+    let BaselineErrorKind::Parse { position: Some(p), message } = &err.kind else {
+        panic!("{err:?}");
+    };
+    assert_eq!(p.line, 1, "{err}");
+    assert!(message.contains("reason"), "{message}");
+
+    // An unknown key, on line 3.
+    let text = "[[expected_failures]]\nscenario = \"a\"\nreasn = \"typo\"\n";
+    let err = parse(text, Syntax::Toml).unwrap_err();
+    let BaselineErrorKind::Parse { position: Some(p), .. } = &err.kind else {
+        panic!("{err:?}");
+    };
+    assert_eq!((p.line, p.column), (3, 1), "{err}");
+    assert!(err.to_string().contains("line 3, column 1"), "{err}");
+
+    // JSON syntax error.
+    let err = parse("{\n  \"expected_failures\": [,]\n}", Syntax::Json).unwrap_err();
+    let BaselineErrorKind::Parse { position: Some(p), .. } = &err.kind else {
+        panic!("{err:?}");
+    };
+    assert_eq!(p.line, 2);
+
+    // Empty reason, duplicate entry.
+    let err = parse("[[expected_failures]]\nscenario = \"a\"\nreason = \" \"\n", Syntax::Toml)
+        .unwrap_err();
+    assert!(err.to_string().contains("empty reason"), "{err}");
+    let err = parse(
+        "[[expected_failures]]\nscenario = \"a\"\nreason = \"x\"\n[[expected_failures]]\nscenario = \"a\"\nreason = \"y\"\n",
+        Syntax::Toml,
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("listed twice"), "{err}");
+}
+
+#[test]
+fn load_reads_files_and_reports_missing_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("baseline.toml");
+    std::fs::write(&path, TOML).unwrap();
+    assert_eq!(Baseline::load(&path).unwrap().entries().len(), 2);
+    let err = Baseline::load(&dir.path().join("nope.toml")).unwrap_err();
+    assert!(matches!(err.kind, BaselineErrorKind::Read(_)));
+    assert!(err.to_string().starts_with("failed to read the baseline"), "{err}");
+}

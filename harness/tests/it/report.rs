@@ -1,0 +1,486 @@
+//! The reporters on a synthetic run: human and Markdown text (insta snapshots), JUnit XML
+//! (parsed back and counted), the JSON envelope (validated against the envelope schema and
+//! conform's report schema), the event stream, exit codes and repro lines.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use conform::event::{Event, EventStream, FanOut, ReportError, Reporter, RunInfo};
+use conform::exit;
+use conform::outcome::{
+    BaselineMark, Ended, Excerpt, Finding, Level, Repro, ReproCommand, ReproStdin, RunSummary,
+    ScenarioResult, Status, StepRecord, Verdict,
+};
+use conform::report::{self, RunReport, Sink, human, json, junit, markdown, progress};
+use serde_json::{Value, json};
+
+/// A writer the test can read back.
+#[derive(Clone, Default)]
+pub struct SharedBuf(pub Arc<Mutex<Vec<u8>>>);
+
+impl Write for SharedBuf {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl SharedBuf {
+    pub fn text(&self) -> String {
+        String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
+    }
+    pub fn sink(&self) -> Sink {
+        Sink::writer("buffer", Box::new(self.clone()))
+    }
+}
+
+pub fn step(name: &str, argv: &[&str], code: i32, envelope: Option<Value>) -> StepRecord {
+    StepRecord {
+        name: name.to_owned(),
+        repro: Repro {
+            env: BTreeMap::from([("AGENT_CALL_BUDGET_MS".to_owned(), "60000".to_owned())]),
+            command: ReproCommand::Argv(argv.iter().map(|s| (*s).to_owned()).collect()),
+            stdin: ReproStdin::Closed,
+            cwd: Some("/tmp/conform-sbx".to_owned()),
+        },
+        ended: Ended::Exited { code },
+        elapsed_ms: 2013,
+        pipes_closed_after_ms: Some(2014),
+        stdout: Excerpt {
+            text: envelope.as_ref().map(ToString::to_string).unwrap_or_default(),
+            total_bytes: 120,
+            truncated: false,
+        },
+        stderr: Excerpt {
+            text: "analyzing big file.csv\nrow 1000 of 4000\n".to_owned(),
+            total_bytes: 40,
+            truncated: false,
+        },
+        envelope,
+    }
+}
+
+pub fn result(id: &str, requirement: &str, level: Level, status: Status) -> ScenarioResult {
+    ScenarioResult {
+        id: id.to_owned(),
+        requirement: requirement.to_owned(),
+        criterion: format!("criterion of {id}"),
+        level,
+        tags: vec!["quick".to_owned()],
+        status,
+        findings: Vec::new(),
+        notes: Vec::new(),
+        steps: Vec::new(),
+        duration_ms: 120,
+        baseline: None,
+    }
+}
+
+fn ok_envelope() -> Value {
+    json!({"ok": true, "data": {"rows": 4000}, "error": null, "warnings": [],
+           "meta": {"exit_code": 0, "duration_ms": 15}})
+}
+
+/// Six scenarios over four requirements: pass, fail (two findings, one with a multi-line
+/// diff), skip, harness error, a `should` failure, a `may` pass.
+pub fn sample_results() -> Vec<ScenarioResult> {
+    let mut manifest = result("manifest-valid", "REQ-C-033", Level::Must, Status::Pass);
+    manifest.steps = vec![step("manifest", &["./mytool", "manifest"], 0, Some(ok_envelope()))];
+
+    let mut budget = result("budget-flag-beats-env", "REQ-F-080", Level::Must, Status::Fail);
+    budget.duration_ms = 2030;
+    budget.steps = vec![step(
+        "run",
+        &["./mytool", "analyze", "big file.csv", "--budget", "2s"],
+        0,
+        Some(ok_envelope()),
+    )];
+    budget.findings = vec![
+        Finding::new("exit-code", "the budget ran out but the tool did not hand off")
+            .expected("14 (INCOMPLETE)")
+            .actual("0")
+            .at_step("run"),
+        Finding::new("json-pointer", "/meta differs from what a 2 s budget requires")
+            .expected("{\n  \"budget_ms\": 2000,\n  \"exit_code\": 14\n}")
+            .actual("{\n  \"budget_ms\": 60000,\n  \"exit_code\": 0\n}")
+            .at_step("run"),
+    ];
+
+    let pty = result(
+        "pty-no-budget",
+        "REQ-F-080",
+        Level::Should,
+        Status::Skip { reason: "profile names no `detach` role".to_owned() },
+    );
+
+    let mut pipes = result(
+        "pipes-released",
+        "REQ-F-081",
+        Level::Must,
+        Status::Error { message: "failed to spawn ./mytool: No such file or directory".to_owned() },
+    );
+    pipes.duration_ms = 3;
+
+    let cancel = result("cancel-scoped", "REQ-F-081", Level::May, Status::Pass);
+
+    let mut progress = result("progress-monotonic", "REQ-F-082", Level::Should, Status::Fail);
+    progress.findings = vec![
+        Finding::new("progress-monotonic", "progress.done went backwards")
+            .expected("done >= 40")
+            .actual("done = 12")
+            .at_step("continue-2"),
+    ];
+    progress.notes = vec!["`error.retryable` of `job wait` taken from its own entry".to_owned()];
+    progress.steps = vec![step("continue-2", &["sh", "-c", "./mytool job wait j-1"], 14, None)];
+
+    vec![manifest, budget, pty, pipes, cancel, progress]
+}
+
+pub fn info() -> RunInfo {
+    RunInfo {
+        tool: "./mytool".to_owned(),
+        spec_version: report::SPEC_VERSION.to_owned(),
+        scenario_count: 6,
+        jobs: 2,
+    }
+}
+
+pub fn sample_report(results: Vec<ScenarioResult>) -> RunReport {
+    let summary = RunSummary::compute(&results, vec!["detach".to_owned()], false, 4321);
+    RunReport::new(info(), results, summary)
+}
+
+fn schemas_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../schemas")
+}
+
+fn validator(file: &str) -> jsonschema::Validator {
+    let text = std::fs::read_to_string(schemas_dir().join(file)).unwrap();
+    let schema: Value = serde_json::from_str(&text).unwrap();
+    jsonschema::validator_for(&schema).unwrap()
+}
+
+fn errors(v: &jsonschema::Validator, instance: &Value) -> Vec<String> {
+    v.iter_errors(instance).map(|e| format!("{}: {e}", e.instance_path())).collect()
+}
+
+#[test]
+fn summary_counts_and_verdicts() {
+    let report = sample_report(sample_results());
+    let s = &report.summary;
+    assert_eq!(
+        (s.counts.total, s.counts.pass, s.counts.fail, s.counts.skip, s.counts.error),
+        (6, 2, 2, 1, 1)
+    );
+    let verdicts: Vec<(&str, Verdict)> =
+        s.requirements.iter().map(|r| (r.requirement.as_str(), r.verdict)).collect();
+    assert_eq!(
+        verdicts,
+        vec![
+            ("REQ-C-033", Verdict::Pass),
+            ("REQ-F-080", Verdict::Fail),
+            ("REQ-F-081", Verdict::Partial),
+            ("REQ-F-082", Verdict::Partial),
+        ]
+    );
+    assert!(!s.conformant);
+    assert_eq!(s.exit_code, exit::NOT_CONFORMANT);
+    assert_eq!(s.coverage.run, 5);
+    assert_eq!(s.coverage.skip_reasons[0].scenarios, vec!["pty-no-budget"]);
+}
+
+#[test]
+fn exit_codes_follow_the_documented_order() {
+    let code = |results: &[ScenarioResult], baseline: bool| {
+        RunSummary::compute(results, Vec::new(), baseline, 0).exit_code
+    };
+    let pass = result("a", "R", Level::Must, Status::Pass);
+    let must_fail = result("b", "R", Level::Must, Status::Fail);
+    let should_fail = result("c", "R", Level::Should, Status::Fail);
+    let error = result("d", "R", Level::Should, Status::Error { message: "x".into() });
+    let mut stale = pass.clone();
+    stale.baseline = Some(BaselineMark::Stale { reason: "r".into() });
+    let mut expected = must_fail.clone();
+    expected.baseline = Some(BaselineMark::ExpectedFailure { reason: "r".into() });
+
+    assert_eq!(code(std::slice::from_ref(&pass), false), exit::SUCCESS);
+    assert_eq!(code(&[pass.clone(), should_fail.clone()], false), exit::SUCCESS);
+    assert_eq!(code(&[must_fail.clone(), error.clone()], false), exit::NOT_CONFORMANT);
+    assert_eq!(code(&[pass.clone(), error], false), exit::GENERAL_ERROR);
+    assert_eq!(code(&[stale, must_fail], true), exit::NOT_CONFORMANT);
+    assert_eq!(code(&[expected.clone()], true), exit::SUCCESS);
+    let mut stale_only = pass;
+    stale_only.baseline = Some(BaselineMark::Stale { reason: "r".into() });
+    assert_eq!(code(&[stale_only, expected], true), exit::BASELINE_MISMATCH);
+    assert_eq!(exit::name(exit::NOT_CONFORMANT), "NOT_CONFORMANT");
+}
+
+#[test]
+fn human_report() {
+    let text = human::render(&sample_report(sample_results()), false);
+    assert!(!text.contains('\x1b'), "no colour when asked for none");
+    // The exact repro, with the argument holding a space quoted.
+    assert!(text.contains(
+        "cd /tmp/conform-sbx && AGENT_CALL_BUDGET_MS=60000 ./mytool analyze 'big file.csv' --budget 2s < /dev/null"
+    ));
+    // The multi-line finding is drawn as a diff.
+    assert!(text.contains("-  \"budget_ms\": 2000,"));
+    assert!(text.contains("+  \"budget_ms\": 60000,"));
+    insta::assert_snapshot!("human", text);
+}
+
+#[test]
+fn human_report_colours_only_on_request() {
+    let text = human::render(&sample_report(sample_results()), true);
+    assert!(text.contains("\x1b[1;31mFAIL"));
+    assert!(text.contains("\x1b[32mpass"));
+}
+
+#[test]
+fn markdown_summary() {
+    let text = markdown::render(&sample_report(sample_results()));
+    assert!(text.contains("| REQ-F-080 | fail | 0 | 1 | 0 | 1 | 0 |"));
+    insta::assert_snapshot!("markdown", text);
+}
+
+#[test]
+fn markdown_cells_escape_pipes() {
+    let mut results = sample_results();
+    results[1].findings[0].message = "a | b\nc".to_owned();
+    let text = markdown::render(&sample_report(results));
+    assert!(text.contains("a \\| b c"), "{text}");
+}
+
+#[test]
+fn junit_parses_back_with_the_right_counts() {
+    let mut results = sample_results();
+    // An expected failure is a passing test case with a property.
+    results.push({
+        let mut r = result("stale-cancel", "REQ-F-081", Level::Must, Status::Fail);
+        r.findings = vec![Finding::new("exit-code", "x")];
+        r.baseline = Some(BaselineMark::ExpectedFailure { reason: "issue 7".into() });
+        r
+    });
+    let xml = junit::render(&sample_report(results)).unwrap();
+    let parsed = quick_junit::Report::deserialize_from_str(&xml).unwrap();
+    let suites: Vec<&str> = parsed.test_suites.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(suites, vec!["REQ-C-033", "REQ-F-080", "REQ-F-081", "REQ-F-082"]);
+    let count = |pred: &dyn Fn(&quick_junit::TestCaseStatus) -> bool| {
+        parsed.test_suites.iter().flat_map(|s| &s.test_cases).filter(|c| pred(&c.status)).count()
+    };
+    use quick_junit::{NonSuccessKind as K, TestCaseStatus as S};
+    assert_eq!(count(&|_| true), 7);
+    assert_eq!(count(&|s| matches!(s, S::Success { .. })), 3);
+    assert_eq!(count(&|s| matches!(s, S::NonSuccess { kind: K::Failure, .. })), 2);
+    assert_eq!(count(&|s| matches!(s, S::NonSuccess { kind: K::Error, .. })), 1);
+    assert_eq!(count(&|s| matches!(s, S::Skipped { .. })), 1);
+    // The failure carries every finding and the repro.
+    let budget = parsed.test_suites[1]
+        .test_cases
+        .iter()
+        .find(|c| c.name.as_str() == "budget-flag-beats-env")
+        .unwrap();
+    let S::NonSuccess { message, description, .. } = &budget.status else {
+        panic!("not a failure");
+    };
+    assert_eq!(
+        message.as_ref().unwrap().as_str(),
+        "the budget ran out but the tool did not hand off"
+    );
+    let description = description.as_ref().unwrap().as_str();
+    assert!(description.contains("[json-pointer]"));
+    assert!(description.contains("./mytool analyze 'big file.csv' --budget 2s < /dev/null"));
+    let skipped = parsed.test_suites[1]
+        .test_cases
+        .iter()
+        .find(|c| c.name.as_str() == "pty-no-budget")
+        .unwrap();
+    assert!(matches!(&skipped.status, S::Skipped { message: Some(m), .. }
+        if m.as_str() == "profile names no `detach` role"));
+}
+
+#[test]
+fn json_envelope_validates_against_both_schemas() {
+    let envelope_schema = validator("response-envelope.json");
+    let report_schema = validator("conform-report.json");
+
+    let failing = json::envelope(&sample_report(sample_results()));
+    assert_eq!(errors(&envelope_schema, &failing), Vec::<String>::new());
+    assert_eq!(errors(&report_schema, &failing["data"]), Vec::<String>::new());
+    assert_eq!(failing["ok"], false);
+    assert_eq!(failing["meta"]["exit_code"], exit::NOT_CONFORMANT);
+    assert_eq!(failing["error"]["code"], "NOT_CONFORMANT");
+    assert_eq!(failing["error"]["context"]["failed"], json!(["budget-flag-beats-env"]));
+    assert_eq!(failing["warnings"][0]["code"], "ROLE_MISSING");
+    assert_eq!(failing["data"]["spec_version"], "3.20");
+    let scenario = &failing["data"]["scenarios"][1];
+    assert_eq!(scenario["id"], "budget-flag-beats-env");
+    assert_eq!(scenario["status"], "fail");
+    assert_eq!(scenario["evidence"][0]["repro"]["command"]["kind"], "argv");
+
+    let passing_results: Vec<ScenarioResult> =
+        sample_results().into_iter().filter(|r| r.status == Status::Pass).collect();
+    let passing = json::envelope(&sample_report(passing_results));
+    assert_eq!(errors(&envelope_schema, &passing), Vec::<String>::new());
+    assert_eq!(errors(&report_schema, &passing["data"]), Vec::<String>::new());
+    assert_eq!(passing["ok"], true);
+    assert_eq!(passing["error"], Value::Null);
+    assert_eq!(passing["meta"]["exit_code"], 0);
+
+    // The schemas can fail: a skip without a reason, a report without scenarios.
+    let mut broken = failing["data"].clone();
+    broken["scenarios"][2].as_object_mut().unwrap().remove("reason");
+    assert!(!errors(&report_schema, &broken).is_empty());
+    broken.as_object_mut().unwrap().remove("scenarios");
+    assert!(!errors(&report_schema, &broken).is_empty());
+    let mut lying = failing.clone();
+    lying["ok"] = json!(true);
+    assert!(!errors(&envelope_schema, &lying).is_empty());
+
+    let arg_error = json::error_envelope("ARG_ERROR", "no such profile", exit::ARG_ERROR, 1);
+    assert_eq!(errors(&envelope_schema, &arg_error), Vec::<String>::new());
+}
+
+#[test]
+fn stream_feeds_every_reporter_from_many_threads() {
+    let json_out = SharedBuf::default();
+    let progress_out = SharedBuf::default();
+    let stream = EventStream::start(vec![
+        Box::new(progress::ProgressReporter::new(progress_out.sink(), false)),
+        Box::new(json::JsonReporter::new(json_out.sink())),
+    ]);
+    let sender = stream.sender();
+    sender.send(Event::RunStarted(info()));
+    let results = sample_results();
+    std::thread::scope(|s| {
+        for r in &results {
+            let sender = sender.clone();
+            s.spawn(move || {
+                sender.send(Event::ScenarioStarted { id: r.id.clone() });
+                sender.send(Event::ScenarioFinished(Box::new(r.clone())));
+            });
+        }
+    });
+    sender.send(Event::RunFinished(RunSummary::compute(&results, Vec::new(), false, 10)));
+    drop(sender);
+    stream.finish().unwrap();
+
+    let envelope: Value = serde_json::from_str(&json_out.text()).unwrap();
+    assert_eq!(envelope["data"]["scenarios"].as_array().unwrap().len(), 6);
+    let progress = progress_out.text();
+    let finished: Vec<&str> = progress.lines().filter(|l| l.starts_with('[')).collect();
+    assert_eq!(finished.len(), 6, "{progress}");
+    assert!(finished.iter().any(|l| l.contains("FAIL") || l.contains("fail   must")));
+    assert!(progress.lines().last().unwrap().contains("exit 80"));
+}
+
+struct Broken;
+impl Reporter for Broken {
+    fn handle(&mut self, _: &Event) -> Result<(), ReportError> {
+        Err(ReportError::new("write", std::io::Error::other("disk full")))
+    }
+}
+
+#[test]
+fn a_failing_reporter_does_not_starve_the_others() {
+    let out = SharedBuf::default();
+    let mut fan =
+        FanOut::new(vec![Box::new(Broken), Box::new(markdown::MarkdownReporter::new(out.sink()))]);
+    let results = sample_results();
+    fan.handle(&Event::RunStarted(info())).unwrap_err();
+    let summary = RunSummary::compute(&results, Vec::new(), false, 1);
+    let err = fan.handle(&Event::RunFinished(summary)).unwrap_err();
+    assert!(err.to_string().contains("disk full"));
+    assert!(out.text().contains("## conform"));
+
+    let stream = EventStream::start(vec![Box::new(Broken)]);
+    stream.sender().send(Event::RunStarted(info()));
+    assert!(stream.finish().is_err());
+}
+
+#[test]
+fn repro_line_runs_the_same_argv_in_a_shell() {
+    let dir = tempfile::tempdir().unwrap();
+    let repro = Repro {
+        env: BTreeMap::from([("GREETING".to_owned(), "it's here".to_owned())]),
+        command: ReproCommand::Argv(vec![
+            "sh".into(),
+            "-c".into(),
+            r#"printf '%s|' "$GREETING" "$@"; cat"#.into(),
+            "argv0".into(),
+            "a b".into(),
+            "$HOME".into(),
+            "q\"uote".into(),
+        ]),
+        stdin: ReproStdin::Bytes("fed".into()),
+        cwd: Some(dir.path().display().to_string()),
+    };
+    let line = repro.to_string();
+    let out = std::process::Command::new("sh").arg("-c").arg(&line).output().unwrap();
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), "it's here|a b|$HOME|q\"uote|fed", "{line}");
+    let closed = Repro {
+        stdin: ReproStdin::Closed,
+        cwd: None,
+        env: BTreeMap::new(),
+        command: ReproCommand::Shell("tool job wait 'j 1'".into()),
+    };
+    assert_eq!(closed.to_string(), r#"sh -c 'tool job wait '\''j 1'\''' < /dev/null"#);
+}
+
+#[test]
+fn repro_from_an_invocation_keeps_only_what_differs() {
+    use conform::exec::{Invocation, Program, StdinMode};
+    use std::ffi::OsString;
+    let defaults: BTreeMap<OsString, OsString> =
+        [("HOME", "/sbx/home"), ("PATH", "/usr/bin"), ("NO_COLOR", "1")]
+            .into_iter()
+            .map(|(k, v)| (k.into(), v.into()))
+            .collect();
+    let mut env = defaults.clone();
+    env.insert("AGENT_CALL_BUDGET_MS".into(), "500".into());
+    env.insert("PATH".into(), "/opt/bin".into());
+    let invocation = Invocation {
+        program: Program::Argv(vec!["./t".into(), "run".into()]),
+        env,
+        cwd: "/sbx".into(),
+        stdin: StdinMode::OpenPipe,
+        timeout: std::time::Duration::from_secs(1),
+        capture_limit: 10,
+    };
+    let repro = Repro::from_invocation(&invocation, &defaults);
+    let names: Vec<&str> = repro.env.keys().map(String::as_str).collect();
+    assert_eq!(names, vec!["AGENT_CALL_BUDGET_MS", "NO_COLOR", "PATH"]);
+    assert_eq!(
+        repro.to_string(),
+        "cd /sbx && tail -f /dev/null | AGENT_CALL_BUDGET_MS=500 NO_COLOR=1 PATH=/opt/bin ./t run"
+    );
+}
+
+#[test]
+fn finding_display_draws_a_diff_only_for_multi_line_values() {
+    let short = Finding::new("exit-code", "wrong exit").expected("14").actual("0");
+    assert_eq!(short.to_string(), "[exit-code] wrong exit\n  expected: 14\n  actual:   0");
+    assert_eq!(short.diff(), None);
+    let long = Finding::new("calibrated-equality", "differs")
+        .expected("a\nb\nc")
+        .actual("a\nB\nc")
+        .at_step("continue-3");
+    let text = long.to_string();
+    assert!(text.starts_with("[calibrated-equality] differs (step `continue-3`)\n"));
+    assert!(text.contains("--- expected\n+++ actual\n"));
+    assert!(text.contains("\n-b\n+B\n"), "{text}");
+}
+
+#[test]
+fn results_round_trip_through_json() {
+    for r in sample_results() {
+        let text = serde_json::to_string(&r).unwrap();
+        let back: ScenarioResult = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, r);
+    }
+}
