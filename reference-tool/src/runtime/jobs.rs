@@ -683,14 +683,17 @@ impl JobStore {
         let Some(outcome) = verdict else {
             return Ok(view);
         };
-        if matches!(outcome.status, JobStatus::Stalled | JobStatus::TimedOut) {
-            // Only a detached worker (a session leader) is killed; a front process is the
-            // caller's own process and is told through its deadline instead.
-            if let Some(owner) = row.owner.filter(|o| is_session_leader(o.pid)) {
+        let won = self.end_in(tx, instance, id, &outcome)?;
+        if won && matches!(outcome.status, JobStatus::Stalled | JobStatus::TimedOut) {
+            // Only a detached worker (a session leader) is killed, and only after its outcome
+            // is on disk (the worker's own watchdog may be the one killing it); a front process
+            // is the caller's own process and learns of the end at its next safe point.
+            if let Some(owner) =
+                row.owner.filter(|o| o.pid != std::process::id() && is_session_leader(o.pid))
+            {
                 owner.signal_if_alive(Signal::SIGKILL);
             }
         }
-        self.end_in(tx, instance, id, &outcome)?;
         let row =
             Self::read_row(tx, instance, id)?.ok_or_else(|| JobError::NotFound(id.to_string()))?;
         self.view(instance, id, &row)

@@ -5,6 +5,7 @@
 
 pub mod budget;
 pub mod checkpoint;
+pub mod context;
 pub mod fsutil;
 pub mod identity;
 pub mod ids;
@@ -15,3 +16,4 @@ pub mod quote;
 pub mod stop;
 pub mod wake;
 pub mod warning;
+pub mod worker;

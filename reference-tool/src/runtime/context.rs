@@ -1,0 +1,174 @@
+//! The handle a command's work gets: progress, safe points, stop requests, its job's files.
+//!
+//! One [`JobContext`] type serves both places work runs: the detached worker (built by
+//! [`super::worker::worker_main`]) and the front process of a resume-only command (built by
+//! the framework with [`JobContext::new`] after [`super::jobs::JobStore::create_or_attach`]
+//! returned `Created` or `Resumed`). The command's code is the same in both.
+//!
+//! A resume command calls, in order: `restore` on its checkpoint store (through
+//! [`JobContext::file_checkpoints`] or [`JobContext::sqlite_checkpoints`]),
+//! [`JobContext::resume_from`] with the restored `done`, then per unit
+//! [`JobContext::progress`] and, at safe points, [`JobContext::checkpoint`] (files) or
+//! [`JobContext::commit_with`] (its own SQLite transaction). A [`Flow::Stop`] means: return
+//! at once; the framework turns the reason into INCOMPLETE `paused`, a cancel, or TIMEOUT.
+//! A detach-only command (no checkpoints) asks [`JobContext::should_stop`] after its progress
+//! reports, which is where a cancel reaches it.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Instant;
+
+use rusqlite::{Connection, Transaction};
+use serde::Serialize;
+
+use super::checkpoint::{CheckpointError, FileCheckpoints, Flow, SqliteCheckpoints};
+use super::jobs::{JobStore, JobView, STDIN_FILE};
+use super::progress::{Progress, ProgressError, ProgressReporter};
+use super::stop::{StopControl, StopReason};
+
+/// See the module docs.
+#[derive(Debug)]
+pub struct JobContext<'a> {
+    job: JobView,
+    checkpoint_path: PathBuf,
+    progress: ProgressReporter,
+    stop: StopControl<'a>,
+}
+
+impl<'a> JobContext<'a> {
+    /// A context for `job` (the caller owns it: `Created` / `Resumed`, or the worker).
+    pub fn new(store: &JobStore, job: JobView, stop: StopControl<'a>) -> Self {
+        let progress =
+            ProgressReporter::new(Some(job.dir.clone())).with_floor(job.progress.clone());
+        JobContext {
+            checkpoint_path: store.checkpoint_path(&job.record.instance, &job.record.identity),
+            job,
+            progress,
+            stop,
+        }
+    }
+
+    /// The usual stop sources: the job's lifetime, its cancel flag (read from `conn`), an
+    /// optional SIGTERM flag and an optional budget deadline (front process only).
+    pub fn standard_stop(
+        store: &'a JobStore,
+        conn: &'a Connection,
+        job: &JobView,
+        terminate: Option<Arc<AtomicBool>>,
+        budget_deadline: Option<Instant>,
+    ) -> StopControl<'a> {
+        let id = job.record.job_id.clone();
+        let mut stop = StopControl::new()
+            .with_lifetime_deadline(Some(StopControl::instant_from_epoch_ms(
+                job.record.deadline_at_ms,
+            )))
+            .with_budget_deadline(budget_deadline)
+            .with_cancel_probe(move || store.cancel_requested(conn, &id).unwrap_or(false));
+        if let Some(flag) = terminate {
+            stop = stop.with_terminate_flag(flag);
+        }
+        stop
+    }
+
+    /// The job this work belongs to.
+    pub fn job(&self) -> &JobView {
+        &self.job
+    }
+
+    /// The spooled stdin, when the command reads stdin.
+    pub fn stdin_path(&self) -> Option<PathBuf> {
+        let p = self.job.dir.join(STDIN_FILE);
+        p.exists().then_some(p)
+    }
+
+    /// Reports progress (throttled; never below the job's last `done`).
+    pub fn progress(
+        &mut self,
+        done: u64,
+        total: Option<u64>,
+        unit: Option<&str>,
+    ) -> Result<(), ProgressError> {
+        self.progress.report(done, total, unit)
+    }
+
+    /// Raises the progress floor to a restored checkpoint's `done` (a resumed run never
+    /// reports below its checkpoint).
+    pub fn resume_from(&mut self, done: u64) -> Result<(), ProgressError> {
+        if done > self.progress.latest().done {
+            let (total, unit) = (self.progress.latest().total, self.progress.latest().unit.clone());
+            self.progress.report(done, total, unit.as_deref())?;
+        }
+        Ok(())
+    }
+
+    /// The latest progress (for `data.progress`).
+    pub fn latest_progress(&self) -> &Progress {
+        self.progress.latest()
+    }
+
+    /// Writes any unwritten progress now.
+    pub fn flush_progress(&mut self) -> Result<(), ProgressError> {
+        self.progress.flush()
+    }
+
+    /// A stop check for work without checkpoints (call it after a progress report).
+    pub fn should_stop(&mut self) -> Option<StopReason> {
+        let reason = self.stop.check();
+        if reason.is_some() {
+            let _ = self.progress.flush();
+        }
+        reason
+    }
+
+    /// The stop sources, for custom safe points.
+    pub fn stop_control(&mut self) -> &mut StopControl<'a> {
+        &mut self.stop
+    }
+
+    /// The file checkpoint store of this invocation for the input `fingerprint`.
+    pub fn file_checkpoints(&self, fingerprint: impl Into<String>) -> FileCheckpoints {
+        FileCheckpoints::new(
+            self.checkpoint_path.clone(),
+            fingerprint,
+            self.job.record.job_id.clone(),
+        )
+    }
+
+    /// The target-DB checkpoint store of this invocation for the input `fingerprint`.
+    pub fn sqlite_checkpoints(&self, fingerprint: impl Into<String>) -> SqliteCheckpoints {
+        SqliteCheckpoints::new(
+            self.job.record.identity.clone(),
+            fingerprint,
+            self.job.record.job_id.clone(),
+        )
+    }
+
+    /// A safe point with a file checkpoint: progress flushed, state saved, then stop check.
+    pub fn checkpoint<T: Serialize>(
+        &mut self,
+        store: &FileCheckpoints,
+        state: &T,
+        done: u64,
+    ) -> Result<Flow, CheckpointError> {
+        self.progress
+            .flush()
+            .map_err(|e| CheckpointError::Io(std::io::Error::other(e.to_string())))?;
+        store.checkpoint(state, done, &mut self.stop)
+    }
+
+    /// A writer's safe point: checkpoint saved on `tx`, committed with the units, then stop
+    /// check.
+    pub fn commit_with<T: Serialize>(
+        &mut self,
+        store: &SqliteCheckpoints,
+        tx: Transaction<'_>,
+        state: &T,
+        done: u64,
+    ) -> Result<Flow, CheckpointError> {
+        self.progress
+            .flush()
+            .map_err(|e| CheckpointError::Io(std::io::Error::other(e.to_string())))?;
+        store.commit_with(tx, state, done, &mut self.stop)
+    }
+}
