@@ -13,14 +13,17 @@ use std::time::Instant;
 use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 use serde_json::{Value, json};
 
+use crate::baseline::Baseline;
 use crate::event::{Event, EventStream, RunInfo};
 use crate::exit;
-use crate::outcome::{RunSummary, millis};
+use crate::outcome::{RunSummary, ScenarioResult, Status, millis};
 use crate::plan;
 use crate::profile::{DEFAULT_PROFILE, Profile};
+use crate::redact::Redactor;
 use crate::report::{self, Format, ReportOptions, SPEC_VERSION};
 use crate::run::Engine;
 use crate::scenario::{Catalogue, SCENARIO_FILES, Scenario};
+use crate::snapshot::SnapshotStore;
 
 /// conform: the conformance suite for CLI tools that AI agents call.
 #[derive(Debug, Parser)]
@@ -251,6 +254,19 @@ fn run_command(args: &RunArgs, started: Instant) -> Result<u8, ArgError> {
         summary_md: args.summary_md.clone(),
         progress: true,
     };
+    let baseline = match &args.baseline {
+        Some(path) => {
+            let b = Baseline::load(path).map_err(|e| fail(e.to_string()))?;
+            b.check_known(catalogue.scenarios.iter().map(|s| s.id.as_str()), path)
+                .map_err(|e| fail(e.to_string()))?;
+            Some(b)
+        }
+        None => None,
+    };
+    let snapshots = match &args.snapshots {
+        Some(dir) => Some(SnapshotStore::open(dir, args.update).map_err(|e| fail(e.to_string()))?),
+        None => None,
+    };
     let reporters = report::reporters(&options).map_err(|e| fail(e.to_string()))?;
     let roles_missing = plan::roles_missing(&planned, &profile);
 
@@ -264,8 +280,23 @@ fn run_command(args: &RunArgs, started: Instant) -> Result<u8, ArgError> {
         scenario_count: planned.len(),
         jobs,
     }));
-    let results = engine.run_plan(&planned, jobs, &events);
-    let summary = RunSummary::compute(&results, roles_missing, false, millis(started.elapsed()));
+    let finish = |result: &mut ScenarioResult, root: Option<&Path>| {
+        if let Some(store) = &snapshots {
+            let mut redactor = Redactor::new();
+            if let Some(root) = root {
+                redactor = redactor.with_sandbox_root(root);
+            }
+            if let Err(e) = store.apply(result, &redactor) {
+                result.status = Status::Error { message: e.to_string() };
+            }
+        }
+        if let Some(baseline) = &baseline {
+            baseline.apply(result);
+        }
+    };
+    let results = engine.run_plan(&planned, jobs, &events, &finish);
+    let summary =
+        RunSummary::compute(&results, roles_missing, baseline.is_some(), millis(started.elapsed()));
     let code = summary.exit_code;
     events.send(Event::RunFinished(summary));
     drop(events);

@@ -4,6 +4,7 @@
 //! through the acceptance criteria of the CLI Agent Spec, above all its section "Work Outlives
 //! the Caller's Budget", and reports pass / fail / skip per criterion with evidence.
 
+pub mod baseline;
 pub mod calibrate;
 pub mod checks;
 pub mod cli;
@@ -20,3 +21,4 @@ pub mod run;
 pub mod sandbox;
 pub mod scenario;
 pub mod schemas;
+pub mod snapshot;

@@ -47,6 +47,9 @@ pub const INCOMPLETE: i32 = 14;
 /// Default hop limit of a continue loop.
 pub const DEFAULT_MAX_HOPS: u32 = 100;
 
+/// What happens to each result before it is reported: `(result, sandbox root if it ran)`.
+pub type Finisher<'a> = dyn Fn(&mut ScenarioResult, Option<&Path>) + Sync + 'a;
+
 /// Everything the scenarios of one run share.
 pub struct Engine {
     /// The tool under test (absolute when it was given as a path).
@@ -176,11 +179,14 @@ impl Engine {
 
     /// Runs the plan with `jobs` worker threads, sending events; returns the results in plan
     /// order.
+    /// `finish` sees each result before it is reported (baseline marks, snapshot comparison),
+    /// with the root of the scenario's sandbox when it ran.
     pub fn run_plan(
         &self,
         planned: &[Planned<'_>],
         jobs: usize,
         events: &EventSender,
+        finish: &Finisher<'_>,
     ) -> Vec<ScenarioResult> {
         let next = AtomicUsize::new(0);
         let results: Vec<std::sync::Mutex<Option<ScenarioResult>>> =
@@ -191,13 +197,14 @@ impl Engine {
                     loop {
                         let i = next.fetch_add(1, Ordering::SeqCst);
                         let Some(p) = planned.get(i) else { break };
-                        let result = match &p.skip {
-                            Some(reason) => skipped(p.scenario, reason.clone()),
+                        let (mut result, root) = match &p.skip {
+                            Some(reason) => (skipped(p.scenario, reason.clone()), None),
                             None => {
                                 events.send(Event::ScenarioStarted { id: p.scenario.id.clone() });
-                                self.run_scenario(p.scenario)
+                                self.run_scenario_rooted(p.scenario)
                             }
                         };
+                        finish(&mut result, root.as_deref());
                         events.send(Event::ScenarioFinished(Box::new(result.clone())));
                         if let Ok(mut slot) = results[i].lock() {
                             *slot = Some(result);
@@ -220,6 +227,12 @@ impl Engine {
 
     /// Runs one scenario to its result (never panics on the tool's behaviour).
     pub fn run_scenario(&self, scenario: &Scenario) -> ScenarioResult {
+        self.run_scenario_rooted(scenario).0
+    }
+
+    /// Runs one scenario; also returns the root of the sandbox it ran in (gone by now, but its
+    /// path redacts the evidence), when it got that far.
+    fn run_scenario_rooted(&self, scenario: &Scenario) -> (ScenarioResult, Option<PathBuf>) {
         let started = Instant::now();
         let mut result = skipped(scenario, String::new());
         let mut notes = Vec::new();
@@ -228,7 +241,7 @@ impl Engine {
                 result.status = Status::Error {
                     message: "scenario needs calibration but names no role".into(),
                 };
-                return result;
+                return (result, None);
             };
             match self.calibration(role) {
                 Ok(c) => {
@@ -236,14 +249,14 @@ impl Engine {
                     if scenario.needs_interruptible() && !c.interruptible() {
                         result.status = Status::Skip { reason: c.too_fast_reason() };
                         result.notes = notes;
-                        return result;
+                        return (result, None);
                     }
                     Some(c)
                 }
                 Err(e) => {
                     result.status = Status::Error { message: e };
                     result.duration_ms = millis(started.elapsed());
-                    return result;
+                    return (result, None);
                 }
             }
         } else {
@@ -256,7 +269,7 @@ impl Engine {
                 result.status =
                     Status::Error { message: format!("failed to prepare the sandbox: {e}") };
                 result.duration_ms = millis(started.elapsed());
-                return result;
+                return (result, None);
             }
         };
         let mut state = ScenarioState {
@@ -313,8 +326,9 @@ impl Engine {
         result.findings = findings;
         result.notes = notes;
         result.duration_ms = millis(started.elapsed());
+        let root = sandbox.root().to_path_buf();
         drop(sandbox);
-        result
+        (result, Some(root))
     }
 }
 
