@@ -9,6 +9,7 @@ pub mod context;
 pub mod fsutil;
 pub mod identity;
 pub mod ids;
+pub mod incomplete;
 pub mod jobs;
 pub mod process;
 pub mod progress;
