@@ -147,7 +147,7 @@ fn run(ctx: &mut Ctx) -> Result<Value, Failure> {
     for (done, (name, sql)) in STEPS.iter().enumerate() {
         // A stop (timeout, SIGTERM) here drops `tx`, which rolls everything back.
         ctx.pace()?;
-        tx.execute_batch(sql).map_err(|e| db_failure(&e, &path).detail(json!({"step": name})))?;
+        tx.execute_batch(sql).map_err(|e| db_failure(&e, &path).context(json!({"step": name})))?;
         ctx.progress(done as u64 + 1, Some(total), Some("steps"))?;
     }
     // Past this point no stop can win: the framework waits for the commit.

@@ -328,7 +328,7 @@ impl App {
                             "framework check: {} writes but its data has no valid effect",
                             spec.path
                         ))
-                        .detail(json!({"check": "EFFECT_FIELD"})),
+                        .context(json!({"check": "EFFECT_FIELD"})),
                     )
                 } else {
                     let mut response = Response::success(data);
@@ -358,7 +358,7 @@ impl App {
                     spec.path,
                     response.exit.code()
                 ))
-                .detail(
+                .context(
                     json!({"check": "UNDECLARED_EXIT_CODE", "exit_code": response.exit.code()}),
                 ),
             );
@@ -398,8 +398,7 @@ impl App {
                     .map(|s| (*s).to_owned())
                     .or_else(|| panic.downcast_ref::<String>().cloned())
                     .unwrap_or_else(|| "unknown panic".to_owned());
-                Err(Failure::internal("internal error: the command panicked")
-                    .detail(json!({"panic": text})))
+                Err(Failure::internal("internal error: the command panicked").detail(text))
             });
             let _ = tx.send((result, ctx));
         });
@@ -515,7 +514,7 @@ fn stop_failure(spec: &CommandSpec, reason: StopReason, timeout: Option<Duration
                 format!("the wall-clock limit of {ms} ms ran out; the work stopped"),
             )
             .retryable(retryable)
-            .detail(json!({"timeout_ms": ms}))
+            .context(json!({"timeout_ms": ms}))
             .suggestion("raise --timeout if the work needs longer")
         }
         StopReason::Signal => {
@@ -572,9 +571,7 @@ fn finish(response: Response, mode: OutputMode, extra_stderr: String) -> Finishe
 /// The GENERAL_ERROR answer when everything else failed (a panic outside the work).
 pub fn internal_error_finish(mode: OutputMode, message: &str) -> Finished {
     finish(
-        Response::failure(
-            Failure::internal("internal error").detail(json!({"panic": message})).retryable(false),
-        ),
+        Response::failure(Failure::internal("internal error").detail(message).retryable(false)),
         mode,
         String::new(),
     )

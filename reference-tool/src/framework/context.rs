@@ -45,8 +45,10 @@ pub struct Failure {
     pub code: String,
     /// `error.message`.
     pub message: String,
-    /// `error.detail`.
-    pub detail: Option<Value>,
+    /// `error.detail`: longer prose (a log tail, a panic message).
+    pub detail: Option<String>,
+    /// `error.context`: structured facts about the failure.
+    pub context: Option<Value>,
     /// `error.suggestion`.
     pub suggestion: Option<String>,
     /// `error.retryable`; `None` takes the declared entry's.
@@ -67,6 +69,7 @@ impl Failure {
             code: code.to_owned(),
             message: message.into(),
             detail: None,
+            context: None,
             suggestion: None,
             retryable: None,
             retry_after_ms: None,
@@ -86,8 +89,14 @@ impl Failure {
     }
 
     /// Sets `error.detail`.
-    pub fn detail(mut self, detail: Value) -> Self {
-        self.detail = Some(detail);
+    pub fn detail(mut self, detail: impl Into<String>) -> Self {
+        self.detail = Some(detail.into());
+        self
+    }
+
+    /// Sets `error.context`.
+    pub fn context(mut self, context: Value) -> Self {
+        self.context = Some(context);
         self
     }
 
@@ -307,7 +316,7 @@ impl Ctx {
             return Err(Failure::internal(format!(
                 "framework check: progress went backwards from {previous} to {done}"
             ))
-            .detail(serde_json::json!({"check": "PROGRESS_MONOTONIC"})));
+            .context(serde_json::json!({"check": "PROGRESS_MONOTONIC"})));
         }
         self.last_progress = Some((done, total, unit.map(str::to_owned)));
         self.check_stop()

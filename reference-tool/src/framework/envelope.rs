@@ -67,7 +67,10 @@ impl Response {
                 error.insert("code".into(), json!(failure.code));
                 error.insert("message".into(), json!(failure.message));
                 if let Some(detail) = &failure.detail {
-                    error.insert("detail".into(), detail.clone());
+                    error.insert("detail".into(), json!(detail));
+                }
+                if let Some(context) = &failure.context {
+                    error.insert("context".into(), context.clone());
                 }
                 if let Some(retryable) = failure.retryable {
                     error.insert("retryable".into(), json!(retryable));
@@ -110,7 +113,12 @@ impl Response {
                 let mut bytes = serde_json::to_vec(&self.to_json())
                     .unwrap_or_else(|_| b"{\"ok\":false}".to_vec());
                 bytes.push(b'\n');
-                (bytes, String::new())
+                // A one-line summary for a person watching stderr; stdout stays pure JSON.
+                let stderr = match &self.error {
+                    Some(failure) => format!("error: {}: {}\n", failure.code, failure.message),
+                    None => String::new(),
+                };
+                (bytes, stderr)
             }
             OutputMode::Text => {
                 let mut stderr = String::new();

@@ -69,3 +69,6 @@ pub use registry::{
 };
 pub use state::{Migration, StateConfig, StateDb, StateError};
 pub use stop::{StopReason, StopToken};
+
+#[cfg(test)]
+mod registry_tests;

@@ -375,7 +375,7 @@ pub fn key_reused(key: &str) -> Failure {
         ),
     )
     .suggestion("use a new idempotency key, or repeat the original arguments")
-    .detail(json!({"idempotency_key": key}))
+    .context(json!({"idempotency_key": key}))
     .phase(Phase::Validation)
 }
 

@@ -1,0 +1,17 @@
+//! reftool's integration tests: the real binary, real SQLite files, real signals.
+//!
+//! Every envelope reftool prints is snapshotted (volatile fields redacted: durations, etags,
+//! temporary paths) and validated against the workspace's `schemas/`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+mod args;
+mod envelopes;
+mod idempotency;
+mod manifest;
+mod migrate;
+mod modes;
+mod signals;
+mod state;
