@@ -288,6 +288,11 @@ fn render_summary(out: &mut String, p: Paint, report: &RunReport) {
         }
     }
     let verdict = match s.exit_code {
+        exit::SUCCESS if s.coverage.skipped > 0 => p.green(&format!(
+            "CONFORMANT in what ran ({} of {} scenarios not judged)",
+            s.coverage.skipped,
+            s.coverage.run + s.coverage.skipped
+        )),
         exit::SUCCESS => p.green("CONFORMANT"),
         exit::NOT_CONFORMANT => p.red("NOT CONFORMANT"),
         exit::BASELINE_MISMATCH => p.red("CONFORMANT, BUT THE BASELINE DOES NOT MATCH"),

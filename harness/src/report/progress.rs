@@ -1,28 +1,84 @@
-//! Progress on stderr while a run goes on: one line per finished scenario,
-//! `[ 3/12] pass   must   REQ-F-080 budget-flag-beats-env 2.03s`, so a long run is never
-//! silent and stdout stays reserved for the report.
+//! Progress on stderr while a run goes on, so a long run is never silent and stdout stays
+//! reserved for the report.
+//!
+//! * When stderr is a terminal: a progress bar (indicatif) with the last finished scenario,
+//!   and a line above it for each failure or harness error as soon as it happens.
+//! * Otherwise (CI logs, pipes): one line per finished scenario,
+//!   `[ 3/12] pass   must   REQ-F-080 budget-flag-beats-env 2.03s`.
+
+use std::io::IsTerminal;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::{Sink, colour_for_stderr, human_duration};
 use crate::event::{Event, ReportError, Reporter};
-use crate::outcome::Status;
+use crate::outcome::{ScenarioResult, Status};
 
-/// Writes a line per finished scenario.
+enum Mode {
+    Lines { sink: Sink, colour: bool },
+    Bar(ProgressBar),
+}
+
+/// Reports progress while scenarios finish.
 pub struct ProgressReporter {
-    sink: Sink,
-    colour: bool,
+    mode: Mode,
     total: usize,
     done: usize,
 }
 
 impl ProgressReporter {
-    /// Progress on conform's stderr, coloured when it is a terminal and `NO_COLOR` is unset.
+    /// Progress on conform's stderr: a bar on a terminal, lines otherwise.
     pub fn stderr() -> Self {
-        ProgressReporter::new(Sink::stderr(), colour_for_stderr())
+        if std::io::stderr().is_terminal() {
+            ProgressReporter::bar(ProgressDrawTarget::stderr())
+        } else {
+            ProgressReporter::new(Sink::stderr(), colour_for_stderr())
+        }
     }
 
-    /// Progress on any sink.
+    /// One line per finished scenario on any sink.
     pub fn new(sink: Sink, colour: bool) -> Self {
-        ProgressReporter { sink, colour, total: 0, done: 0 }
+        ProgressReporter { mode: Mode::Lines { sink, colour }, total: 0, done: 0 }
+    }
+
+    /// A progress bar drawn on `target`.
+    pub fn bar(target: ProgressDrawTarget) -> Self {
+        let bar = ProgressBar::with_draw_target(Some(0), target);
+        if let Ok(style) =
+            ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg}")
+        {
+            bar.set_style(style.progress_chars("=> "));
+        }
+        ProgressReporter { mode: Mode::Bar(bar), total: 0, done: 0 }
+    }
+
+    /// How many scenarios have finished so far.
+    pub fn finished(&self) -> usize {
+        self.done
+    }
+
+    fn line(&self, r: &ScenarioResult, colour: bool) -> String {
+        let width = self.total.max(self.done).to_string().len();
+        let word = format!("{:<6}", r.display_status());
+        let word = match (&r.status, colour) {
+            (_, false) => word,
+            (_, true) if r.is_expected_failure() => format!("\x1b[33m{word}\x1b[0m"),
+            (Status::Pass, true) => format!("\x1b[32m{word}\x1b[0m"),
+            (Status::Skip { .. }, true) => format!("\x1b[2m{word}\x1b[0m"),
+            (Status::Fail | Status::Error { .. }, true) => format!("\x1b[1;31m{word}\x1b[0m"),
+        };
+        let tail = match &r.status {
+            Status::Skip { reason } => reason.clone(),
+            _ => human_duration(r.duration_ms),
+        };
+        format!(
+            "[{:>width$}/{}] {word} {:<6} {} {} {tail}",
+            self.done,
+            self.total.max(self.done),
+            r.level.as_str(),
+            r.requirement,
+            r.id,
+        )
     }
 }
 
@@ -31,43 +87,54 @@ impl Reporter for ProgressReporter {
         match event {
             Event::RunStarted(info) => {
                 self.total = info.scenario_count;
-                self.sink.write_all(&format!(
-                    "conform: {} scenarios against {}, {} at a time\n",
-                    info.scenario_count, info.tool, info.jobs
-                ))
+                match &mut self.mode {
+                    Mode::Lines { sink, .. } => sink.write_all(&format!(
+                        "conform: {} scenarios against {}, {} at a time\n",
+                        info.scenario_count, info.tool, info.jobs
+                    )),
+                    Mode::Bar(bar) => {
+                        bar.set_length(info.scenario_count as u64);
+                        bar.set_message(format!("against {}", info.tool));
+                        Ok(())
+                    }
+                }
             }
-            Event::ScenarioStarted { .. } => Ok(()),
+            Event::ScenarioStarted { id } => {
+                if let Mode::Bar(bar) = &self.mode {
+                    bar.set_message(id.clone());
+                }
+                Ok(())
+            }
             Event::ScenarioFinished(r) => {
                 self.done += 1;
-                let width = self.total.max(self.done).to_string().len();
-                let word = format!("{:<6}", r.display_status());
-                let word = match (&r.status, self.colour) {
-                    (_, false) => word,
-                    (_, true) if r.is_expected_failure() => format!("\x1b[33m{word}\x1b[0m"),
-                    (Status::Pass, true) => format!("\x1b[32m{word}\x1b[0m"),
-                    (Status::Skip { .. }, true) => format!("\x1b[2m{word}\x1b[0m"),
-                    (Status::Fail | Status::Error { .. }, true) => {
-                        format!("\x1b[1;31m{word}\x1b[0m")
+                match &self.mode {
+                    Mode::Lines { colour, .. } => {
+                        let line = self.line(r, *colour);
+                        match &mut self.mode {
+                            Mode::Lines { sink, .. } => sink.write_all(&format!("{line}\n")),
+                            Mode::Bar(_) => Ok(()),
+                        }
                     }
-                };
-                let tail = match &r.status {
-                    Status::Skip { reason } => reason.clone(),
-                    _ => human_duration(r.duration_ms),
-                };
-                self.sink.write_all(&format!(
-                    "[{:>width$}/{}] {word} {:<6} {} {} {tail}\n",
-                    self.done,
-                    self.total.max(self.done),
-                    r.level.as_str(),
-                    r.requirement,
-                    r.id,
-                ))
+                    Mode::Bar(bar) => {
+                        if matches!(r.status, Status::Fail | Status::Error { .. }) {
+                            bar.println(self.line(r, colour_for_stderr()));
+                        }
+                        bar.set_position(self.done as u64);
+                        Ok(())
+                    }
+                }
             }
-            Event::RunFinished(summary) => self.sink.write_all(&format!(
-                "conform: finished in {} (exit {})\n",
-                human_duration(summary.duration_ms),
-                summary.exit_code
-            )),
+            Event::RunFinished(summary) => match &mut self.mode {
+                Mode::Lines { sink, .. } => sink.write_all(&format!(
+                    "conform: finished in {} (exit {})\n",
+                    human_duration(summary.duration_ms),
+                    summary.exit_code
+                )),
+                Mode::Bar(bar) => {
+                    bar.finish_and_clear();
+                    Ok(())
+                }
+            },
         }
     }
 }

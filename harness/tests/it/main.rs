@@ -3,3 +3,5 @@
 
 mod exec;
 mod report;
+mod baseline;
+mod snapshot;

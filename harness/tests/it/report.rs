@@ -379,6 +379,44 @@ fn stream_feeds_every_reporter_from_many_threads() {
     assert!(progress.lines().last().unwrap().contains("exit 80"));
 }
 
+#[test]
+fn progress_bar_mode_counts_every_scenario() {
+    let mut reporter = progress::ProgressReporter::bar(indicatif::ProgressDrawTarget::hidden());
+    let results = sample_results();
+    reporter.handle(&Event::RunStarted(info())).unwrap();
+    for r in &results {
+        reporter.handle(&Event::ScenarioStarted { id: r.id.clone() }).unwrap();
+        reporter.handle(&Event::ScenarioFinished(Box::new(r.clone()))).unwrap();
+    }
+    let summary = RunSummary::compute(&results, Vec::new(), false, 1);
+    reporter.handle(&Event::RunFinished(summary)).unwrap();
+    assert_eq!(reporter.finished(), results.len());
+}
+
+#[test]
+fn a_passing_run_with_skips_says_what_was_not_judged() {
+    let results: Vec<ScenarioResult> = sample_results()
+        .into_iter()
+        .filter(|r| matches!(r.status, Status::Pass | Status::Skip { .. }))
+        .collect();
+    let report = sample_report(results);
+    assert_eq!(report.summary.exit_code, exit::SUCCESS);
+    let text = human::render(&report, false);
+    assert!(
+        text.contains(
+            "verdict: CONFORMANT in what ran (1 of 3 scenarios not judged) (exit 0 SUCCESS)"
+        ),
+        "{text}"
+    );
+    let md = markdown::render(&report);
+    assert!(
+        md.starts_with(
+            "## conform: `./mytool` is conformant in what ran (1 of 3 scenarios not judged)"
+        ),
+        "{md}"
+    );
+}
+
 struct Broken;
 impl Reporter for Broken {
     fn handle(&mut self, _: &Event) -> Result<(), ReportError> {
@@ -483,4 +521,62 @@ fn results_round_trip_through_json() {
         let back: ScenarioResult = serde_json::from_str(&text).unwrap();
         assert_eq!(back, r);
     }
+}
+
+/// conform itself, end to end, against the fixture tool with one fault: the JSON envelope on
+/// stdout validates against both schemas and the JUnit and Markdown files agree with it.
+#[test]
+fn conform_run_reports_a_faulty_tool_in_every_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let tool = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tools/faketool");
+    let profile = dir.path().join("conform.toml");
+    std::fs::write(&profile, "[tool]\nenv = { FAKETOOL_FAULT = \"unknown-flag-exit-1\" }\n")
+        .unwrap();
+    let junit_path = dir.path().join("junit.xml");
+    let md_path = dir.path().join("summary.md");
+    let out = assert_cmd::Command::cargo_bin("conform")
+        .unwrap()
+        .current_dir(dir.path())
+        .args(["run", tool.to_str().unwrap(), "--profile"])
+        .arg(&profile)
+        .args(["--format", "json", "--only", "REQ-F-004", "--junit"])
+        .arg(&junit_path)
+        .arg("--summary-md")
+        .arg(&md_path)
+        .timeout(std::time::Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(i32::from(exit::NOT_CONFORMANT)), "{stdout}\n{stderr}");
+    let envelope: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(errors(&validator("response-envelope.json"), &envelope), Vec::<String>::new());
+    assert_eq!(errors(&validator("conform-report.json"), &envelope["data"]), Vec::<String>::new());
+    assert_eq!(envelope["error"]["code"], "NOT_CONFORMANT");
+    assert_eq!(envelope["meta"]["exit_code"], exit::NOT_CONFORMANT);
+    let scenarios = envelope["data"]["scenarios"].as_array().unwrap();
+    let failed: Vec<&Value> = scenarios.iter().filter(|s| s["status"] == "fail").collect();
+    assert!(!failed.is_empty(), "{stdout}");
+    for s in &failed {
+        assert_eq!(s["requirement"], "REQ-F-004");
+        assert!(!s["findings"].as_array().unwrap().is_empty());
+        assert!(!s["evidence"].as_array().unwrap().is_empty());
+    }
+    // Progress went to stderr, one line per scenario.
+    assert_eq!(stderr.lines().filter(|l| l.starts_with('[')).count(), scenarios.len(), "{stderr}");
+
+    let xml = std::fs::read_to_string(&junit_path).unwrap();
+    let junit = quick_junit::Report::deserialize_from_str(&xml).unwrap();
+    let failures = junit
+        .test_suites
+        .iter()
+        .flat_map(|s| &s.test_cases)
+        .filter(|c| matches!(c.status, quick_junit::TestCaseStatus::NonSuccess { .. }))
+        .count();
+    assert_eq!(failures, failed.len());
+
+    let md = std::fs::read_to_string(&md_path).unwrap();
+    assert!(md.starts_with("## conform: "), "{md}");
+    assert!(md.contains("is NOT conformant"), "{md}");
+    assert!(md.contains("| REQ-F-004 | fail |"), "{md}");
 }
