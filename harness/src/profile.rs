@@ -331,11 +331,10 @@ fn check_env(env: &BTreeMap<String, String>, table: &str) -> Result<(), (Option<
 
 /// Line and column of the first line mentioning `key` (for errors serde cannot place).
 fn locate_key(text: &str, key: &str) -> Option<(usize, usize)> {
+    // A table header, then the key as a quoted string (fixture paths), then its last segment.
     let last = key.rsplit('.').next().unwrap_or(key);
-    let needle = if key.starts_with("roles.") && !key.contains("env") {
-        format!("[{key}]")
-    } else {
-        last.to_owned()
-    };
-    text.find(&needle).or_else(|| text.find(last)).map(|offset| line_col(text, offset))
+    [format!("[{key}]"), format!("\"{key}\""), key.to_owned(), last.to_owned()]
+        .iter()
+        .find_map(|needle| text.find(needle.as_str()))
+        .map(|offset| line_col(text, offset))
 }

@@ -2,6 +2,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 mod exec;
+mod hostile;
+mod sandbox;
 mod report;
+mod cli;
+mod engine;
+mod profile;
+mod scenarios;
+mod support;
 mod baseline;
 mod snapshot;

@@ -1,0 +1,158 @@
+//! `conform run` end to end against the fake tool: the quick checks without a profile, the
+//! role scenarios with one, and each planted fault caught by the scenario meant for it.
+
+use rstest::rstest;
+
+use crate::support::{
+    code, conform, errors, fake_profile, faketool, status_of, stdout_json, validator,
+};
+
+fn run_json(args: &[&str], profile: Option<&std::path::Path>) -> (i32, serde_json::Value) {
+    let mut cmd = conform();
+    cmd.arg("run").arg(faketool()).args(["--format", "json"]).args(args);
+    if let Some(p) = profile {
+        cmd.arg("--profile").arg(p);
+    }
+    // No conform.toml may be picked up from the test's working directory.
+    let cwd = tempfile::tempdir().unwrap();
+    let out = cmd.current_dir(cwd.path()).output().unwrap();
+    (code(&out), stdout_json(&out))
+}
+
+fn findings_of<'a>(report: &'a serde_json::Value, id: &str) -> Vec<&'a str> {
+    report["data"]["scenarios"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == id)
+        .map(|s| {
+            s["findings"].as_array().unwrap().iter().filter_map(|f| f["check"].as_str()).collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn without_a_profile_the_quick_checks_run_and_pass() {
+    let (code, report) = run_json(&["-j", "3"], None);
+    assert_eq!(code, 0, "{report:#}");
+    assert!(errors(&validator("response-envelope.json"), &report).is_empty());
+    assert!(errors(&validator("conform-report.json"), &report["data"]).is_empty());
+    for id in [
+        "manifest-valid",
+        "interruption-has-detach-or-resume",
+        "budget-flag-only-when-interruptible",
+        "unknown-flag-is-arg-error",
+        "plain-command-ignores-budget-env",
+    ] {
+        assert_eq!(status_of(&report, id), "pass", "{id}: {report:#}");
+    }
+    assert_eq!(status_of(&report, "detach-hands-off-running"), "skip");
+    let reason = report["data"]["scenarios"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == "detach-hands-off-running")
+        .unwrap()["reason"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(reason.contains("no `detach` role"), "{reason}");
+}
+
+#[test]
+fn role_scenarios_pass_with_a_profile() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = fake_profile(dir.path(), "");
+    let (code, report) = run_json(&["--only", "resume_reader", "-j", "2"], Some(&profile));
+    assert_eq!(code, 0, "{report:#}");
+    for id in ["paused-continue-is-the-original-invocation", "progress-never-decreases"] {
+        assert_eq!(status_of(&report, id), "pass", "{id}: {report:#}");
+    }
+}
+
+/// Every planted fault fails the run (NOT_CONFORMANT 80) through the scenario meant for it.
+#[rstest]
+#[case::unknown_flag("unknown-flag-exit-1", "unknown-flag-is-arg-error", "exit-code")]
+#[case::budget_flag("budget-flag-on-plain", "budget-flag-only-when-interruptible", "manifest-rule")]
+#[case::budget_env("budget-env-on-plain", "plain-command-ignores-budget-env", "json-pointer")]
+#[case::progress("progress-backwards", "progress-never-decreases", "progress-monotonic")]
+#[case::final_response(
+    "lost-final",
+    "paused-continue-is-the-original-invocation",
+    "calibrated-equality"
+)]
+#[case::leak("leak-on-manifest", "manifest-valid", "leaked-process")]
+fn a_planted_fault_is_caught(#[case] fault: &str, #[case] scenario: &str, #[case] check: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = fake_profile(dir.path(), &format!(", FAKETOOL_FAULT = \"{fault}\""));
+    let (code, report) = run_json(&["--only", scenario], Some(&profile));
+    assert_eq!(code, 80, "{report:#}");
+    assert_eq!(status_of(&report, scenario), "fail");
+    assert!(findings_of(&report, scenario).contains(&check), "{report:#}");
+}
+
+#[test]
+fn calibration_runs_once_per_role_even_in_parallel() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("calls.log");
+    let profile = fake_profile(dir.path(), &format!(", FAKETOOL_LOG = \"{}\"", log.display()));
+    let (code, _) = run_json(&["--only", "resume_reader", "-j", "3"], Some(&profile));
+    assert_eq!(code, 0);
+    let calls = std::fs::read_to_string(&log).unwrap();
+    let calibrations = calls.lines().filter(|l| l.ends_with("--budget\t0")).count();
+    assert_eq!(calibrations, 1, "{calls}");
+}
+
+#[test]
+fn a_role_too_fast_to_interrupt_is_skipped_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("conform.toml");
+    std::fs::write(
+        &path,
+        "[tool]\nenv = { FAKETOOL_PACE_MS = \"5\" }\n[roles.resume_reader]\nargv = [\"count\", \"--units\", \"3\"]\n",
+    )
+    .unwrap();
+    let (code, report) = run_json(&["--only", "progress-never-decreases"], Some(&path));
+    assert_eq!(code, 0, "{report:#}");
+    let s = &report["data"]["scenarios"][0];
+    assert_eq!(s["status"], "skip");
+    assert!(s["reason"].as_str().unwrap().contains("too fast to interrupt"), "{s:#}");
+}
+
+#[test]
+fn a_baseline_turns_a_known_failure_into_an_expected_one_and_flags_stale_entries() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = fake_profile(dir.path(), ", FAKETOOL_FAULT = \"unknown-flag-exit-1\"");
+    let baseline = dir.path().join("baseline.toml");
+    std::fs::write(
+        &baseline,
+        "[[expected_failures]]\nscenario = \"unknown-flag-is-arg-error\"\nreason = \"known\"\n",
+    )
+    .unwrap();
+    let b = baseline.to_str().unwrap();
+    let (code, _) = run_json(&["--only", "REQ-F-004", "--baseline", b], Some(&profile));
+    assert_eq!(code, 0);
+    let (code, _) = run_json(&["--only", "REQ-F-004", "--baseline", b], None);
+    assert_eq!(code, 81, "a stale entry must fail the run");
+}
+
+#[test]
+fn junit_and_markdown_reports_are_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let junit = dir.path().join("report.xml");
+    let md = dir.path().join("summary.md");
+    let out = conform()
+        .current_dir(dir.path())
+        .arg("run")
+        .arg(faketool())
+        .args(["--only", "REQ-C-033", "--junit"])
+        .arg(&junit)
+        .arg("--summary-md")
+        .arg(&md)
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stdout));
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(xml.contains("manifest-valid"), "{xml}");
+    assert!(std::fs::read_to_string(&md).unwrap().contains("REQ-C-033"));
+}

@@ -1,0 +1,68 @@
+//! Shared helpers of the scenario-engine tests: paths of the binary, fixtures and schemas.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+/// The `conform` binary of this build.
+pub fn conform() -> std::process::Command {
+    std::process::Command::new(env!("CARGO_BIN_EXE_conform"))
+}
+
+/// The fake tool fixture.
+pub fn faketool() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tools/faketool")
+}
+
+/// The workspace's `schemas/` directory.
+pub fn schema(file: &str) -> serde_json::Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../schemas").join(file);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// A draft-07 validator of a schema file.
+pub fn validator(file: &str) -> jsonschema::Validator {
+    jsonschema::draft7::new(&schema(file))
+        .unwrap_or_else(|e| panic!("{file} does not compile: {e}"))
+}
+
+/// The errors of `instance` against a validator, one line each.
+pub fn errors(v: &jsonschema::Validator, instance: &serde_json::Value) -> Vec<String> {
+    v.iter_errors(instance).map(|e| format!("{}: {e}", e.instance_path())).collect()
+}
+
+/// stdout parsed as one JSON document.
+pub fn stdout_json(out: &Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not JSON ({e}):\n{}\nstderr:\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+/// The exit code (panics on a signal).
+pub fn code(out: &Output) -> i32 {
+    out.status.code().unwrap_or_else(|| panic!("conform died by a signal: {:?}", out.status))
+}
+
+/// The status word of a scenario in a JSON report.
+pub fn status_of<'a>(report: &'a serde_json::Value, id: &str) -> &'a str {
+    report["data"]["scenarios"]
+        .as_array()
+        .and_then(|all| all.iter().find(|s| s["id"] == id))
+        .and_then(|s| s["status"].as_str())
+        .unwrap_or_else(|| panic!("no scenario {id} in the report"))
+}
+
+/// A profile for the fake tool in a temporary directory; `extra_env` goes to `[tool] env`.
+pub fn fake_profile(dir: &Path, extra_env: &str) -> PathBuf {
+    let path = dir.join("conform.toml");
+    let text = format!(
+        "[tool]\nenv = {{ FAKETOOL_PACE_MS = \"150\"{extra_env} }}\n\n\
+         [roles.resume_reader]\nargv = [\"count\", \"--units\", \"10\"]\n"
+    );
+    std::fs::write(&path, text).unwrap();
+    path
+}
