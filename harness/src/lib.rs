@@ -2,7 +2,181 @@
 //!
 //! The conformance suite for command-line tools that AI agents call. It drives a tool binary
 //! through the acceptance criteria of the CLI Agent Spec, above all its section "Work Outlives
-//! the Caller's Budget", and reports pass / fail / skip per criterion with evidence.
+//! the Caller's Budget", and reports pass / fail / skip per criterion with evidence and the
+//! exact command that reproduces each failure.
+//!
+//! These crate docs are conform's manual: how to run it, the profile a vendor writes, and the
+//! scenario format the catalogue is written in. (The TOML examples below are parsed by a test,
+//! so they stay true.)
+//!
+//! ## Running it
+//!
+//! ```text
+//! conform run TOOL [--profile FILE] [--only ID]... [--skip ID]... [-j N]
+//!                  [--format human|json] [--junit FILE] [--summary-md FILE]
+//!                  [--snapshots DIR [--update]] [--baseline FILE] [--keep-sandboxes]
+//! conform list [--format human|json]
+//! conform explain SCENARIO_ID [--format human|json]
+//! conform completions SHELL
+//! ```
+//!
+//! `run` reads `./conform.toml` when `--profile` is not given, and runs without a profile when
+//! there is none: every static and quick check still runs, and each scenario needing a role is
+//! skipped with the reason ("profile names no `detach` role"). `--only` / `--skip` take a
+//! scenario id, a requirement id, a tag or a role name. `--format json` prints one spec
+//! envelope whose `data` is the report (`report::json`). Exit codes are in [`exit`]: 0 when
+//! every `must` scenario that ran passed, 80 `NOT_CONFORMANT`, 81 `BASELINE_MISMATCH`,
+//! 1 for a fault of conform, 2 `ARG_ERROR` for a bad invocation, an invalid profile, an
+//! unreadable baseline: then nothing runs (with `--format json` the error is an envelope too).
+//!
+//! ## How a run goes (one module per stage)
+//!
+//! 1. [`discover`]: `TOOL manifest` once, accepted bare or wrapped in an envelope; it tells
+//!    which commands are interruptible and which write. conform refuses to run a mutating or
+//!    destructive command that the profile does not name in a role.
+//! 2. [`scenario`] and [`plan`]: the catalogue compiled into the binary, filtered; scenarios
+//!    whose roles the profile lacks are skipped with the reason.
+//! 3. [`calibrate`]: each role a scenario needs runs once with `--budget 0`; its duration D and
+//!    response are cached for the run (computed once, also with `-j`).
+//! 4. [`run`]: each scenario in its own [`sandbox`] (a temporary HOME, XDG dirs and TMPDIR, a
+//!    marker variable, the role's fixtures and setup), steps through [`exec`], judged by
+//!    [`checks`]; afterwards every job seen is cancelled and the sandbox swept: a process still
+//!    carrying the marker is a `leaked-process` finding.
+//! 5. [`outcome`], [`event`], [`report`]: results as data, one event stream, several
+//!    reporters; [`baseline`] and [`snapshot`] mark results before they are reported;
+//!    [`redact`] normalizes responses for every comparison.
+//!
+//! ## The profile: `conform.toml`
+//!
+//! Long-running behaviour cannot be provoked from a manifest alone, so the vendor names
+//! **roles**, invocations with a known character:
+//!
+//! | role            | what the invocation must be                                            |
+//! |-----------------|------------------------------------------------------------------------|
+//! | `detach`        | a `detach: true` command whose work takes at least about 1.2 s          |
+//! | `resume_reader` | a read-only `resume: true, detach: false` command                       |
+//! | `resume_writer` | a mutating `resume: true, detach: false` command (takes an idempotency key) |
+//! | `detach_only`   | a `detach: true, resume: false` command                                 |
+//! | `plain_slow`    | a command without interruption that outlives a short `--timeout`        |
+//! | `async`         | an `async: true` command: returns a job at once                         |
+//! | `stalling`      | an interruptible command whose progress stops (for the idle watchdog)  |
+//!
+//! ```toml
+//! # conform.toml
+//! [tool]
+//! env = { MYTOOL_PACE_MS = "200" }   # for every invocation
+//! instance_flag = "--instance-id"     # how to select an instance (or instance_env = "...")
+//!
+//! [roles.detach]
+//! argv = ["analyze", "big.csv"]       # appended to the tool
+//! fixtures = ["fixtures/big.csv"]     # relative to this file; copied into the sandbox's cwd
+//!
+//! [roles.resume_writer]
+//! argv = ["import", "rows.csv", "--db", "rows.db"]
+//! fixtures = ["fixtures/rows.csv"]
+//! setup = ["mytool migrate --db rows.db"]   # sh -c, in the sandbox, before each scenario
+//! env = { MYTOOL_CHUNK = "10" }
+//! stdin = "closed"                    # or "open", "pty"; or stdin_text = "..."
+//!
+//! [kit]                               # the spec kit's probes
+//! read = [["version"]]
+//! invalid = [["analyze", "--no-such-flag"]]
+//! destructive = [{ argv = ["purge", "all"], dry_run_flag = "--dry-run" }]
+//! ```
+//!
+//! Every key is checked ([`profile`]): an unknown key or role, an empty argv, a missing
+//! fixture, a destructive probe that confirms itself is an `ARG_ERROR` with file, line and
+//! column. `schemas/profile.json` describes the same format as a JSON Schema.
+//!
+//! ## Scenarios
+//!
+//! One file per acceptance criterion, `scenarios/<REQUIREMENT>/<id>.toml`:
+//!
+//! ```toml
+//! # scenario REQ-F-082/continue-loop-ends-in-calibrated-response.toml
+//! id = "continue-loop-ends-in-calibrated-response"
+//! requirement = "REQ-F-082"
+//! criterion = "Running continue_command verbatim until the exit is not 14 ends with the response the work gives with --budget 0"
+//! level = "must"              # must | should | may
+//! roles = ["detach"]          # the first is the primary role (calibration variables)
+//! tags = ["incomplete", "continue"]
+//!
+//! [[steps]]
+//! action = "run"
+//! name = "call"
+//! role = "detach"
+//! budget = "{budget}"
+//! expect = { exit = 14, schema = "incomplete", elapsed_max = "{budget} + {slack}" }
+//!
+//! [[steps]]
+//! action = "continue"
+//! name = "continue"
+//! from = "call"
+//! env = { AGENT_CALL_BUDGET_MS = "{budget}" }
+//! expect = { matches_calibrated = true, progress_monotonic = true }
+//! ```
+//!
+//! Unknown keys are errors (with line and column); the id must equal the file name and the
+//! requirement the directory. A scenario stops at its first step with a finding.
+//! `schemas/scenario.json` describes the format as a JSON Schema; a test validates every file.
+//!
+//! ### Steps (`action`)
+//!
+//! | action        | does                                                                   |
+//! |---------------|------------------------------------------------------------------------|
+//! | `run`         | runs the tool: `TOOL <role argv> <args> [--budget B] [--timeout T]`      |
+//! | `continue`    | runs `data.continue_command` of step `from`'s last response with `sh -c`, verbatim, again while it exits 14 (`max_hops`, default 100) |
+//! | `cancel`      | runs `data.cancel_command` of step `from`'s last response with `sh -c`  |
+//! | `kill-worker` | signals (`signal`, default `KILL`) every process carrying the sandbox marker: no step runs then, so each is a detached worker; finding none is a finding |
+//! | `sleep`       | waits `duration`                                                        |
+//!
+//! Fields of `run`: `role` (listed in `roles`), `args`, `budget` and `timeout` (duration
+//! expressions, rendered `0` or `<n>ms`), `env`, `env_remove`, `stdin` (`closed` | `open` |
+//! `pty`) or `stdin_text`, `instance` (selects an instance the profile's way; tag the scenario
+//! `instance`), `count` (that many identical copies at once), `kill_group = { after, signal }`
+//! (a signal to the step's process group, default `TERM`, even after its leader exited),
+//! `limit` (conform's own bound; default max(3 × D + 30 s, 60 s)), `expect`. `continue` and
+//! `cancel` run with the `from` step's environment plus their own `env` / `env_remove`.
+//!
+//! ### Templates and durations
+//!
+//! Strings in `args`, `env` values, `stdin_text`, `json` `equals` / `matches` are templates:
+//! `{budget}` and the other calibration variables (as milliseconds), `{tool}`, `{sandbox}`,
+//! `{work}`, and `{@step/json/pointer}`, a value of an earlier step's last response (e.g.
+//! `{@start/data/job_id}`); `{{` / `}}` are literal braces. Duration fields take expressions:
+//! terms joined by `+`, each a literal (`2s`, `1500ms`, `1m`, bare milliseconds) or a
+//! variable, optionally `N *` before it. Variables ([`calibrate`]): `{calibrated}` = D,
+//! `{budget}` = max(D / 4, 300 ms), `{half_budget}`, `{long_budget}` = 3 × D + 2 s, and
+//! `{slack}` = 1500 ms (needs no calibration). A scenario using `{budget}` or `{half_budget}`
+//! is skipped when its role's D is below 1.2 s (too fast to interrupt).
+//!
+//! ### Checks (`expect`)
+//!
+//! Each key is one independent check; each failure is a finding named in brackets.
+//!
+//! | key                  | holds when                                                   | finding |
+//! |----------------------|--------------------------------------------------------------|---------|
+//! | `exit`               | the exit code is this one (or one of a list)                 | `exit-code` |
+//! | `exit_not`           | the process exited by itself with none of these codes        | `exit-code` |
+//! | `schema`             | stdout is one JSON document valid against `envelope`, `incomplete`, `manifest` (or all listed) | `schema`, `stdout-not-json`, `stdout-not-utf8` |
+//! | `json`               | `[{ pointer, equals \| matches \| present }]` on the response | `json-pointer` |
+//! | `elapsed_max` / `elapsed_min` | the step's duration is within the bound            | `elapsed` |
+//! | `pipes_released`     | stdout and stderr hit end-of-file within 1 s of the exit     | `pipes-released` |
+//! | `progress_monotonic` | `data.progress.done` never decreases across the scenario's responses, per `data.job_id` | `progress-monotonic` |
+//! | `matches_calibrated` | after redaction, `ok`, `data`, `error` and the exit code equal the role's `--budget 0` response | `calibrated-equality` |
+//! | `same_response_as`   | the same, against an earlier step's last response           | `same-response` |
+//! | `same`               | these pointers have one value across all responses of the step (copies, hops) | `same-value` |
+//! | `manifest_rules`     | the manifest keeps these registration rules: `detach-or-resume`, `incomplete-entry`, `incomplete-entry-shape`, `not-async-or-streaming`, `resumable-writer-has-key`, `budget-flag-only-when-interruptible` | `manifest-rule` |
+//!
+//! Beside them the runner reports `continue-loop` (the hop limit was reached),
+//! `missing-command` (no `continue_command` / `cancel_command` to run), `kill-worker` (no
+//! worker found) and `leaked-process` (a marked process outlived the scenario and its cancels).
+//!
+//! ## Calibrated comparison and redaction
+//!
+//! Responses are compared after the rules of [`redact`]: sandbox paths, durations,
+//! timestamps, job ids, idempotency keys, etags and pids are replaced by placeholders, so two
+//! runs of the same work compare equal.
 
 pub mod baseline;
 pub mod calibrate;

@@ -241,3 +241,42 @@ fn templates_replace_variables_and_keep_escaped_braces() {
     assert!(walk_template("{oops", |_| Some(String::new())).is_err());
     assert!(walk_template("{nosuch}", |_| Some(String::new())).is_err());
 }
+
+/// The TOML examples of the manual (crate docs) parse: the scenario as a scenario of the
+/// catalogue's format, the profile as a profile (structure only; its fixtures are examples).
+#[test]
+fn the_manual_examples_parse() {
+    let lib = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs")).unwrap();
+    let mut blocks = Vec::new();
+    let mut current: Option<String> = None;
+    for line in lib.lines().filter_map(|l| l.strip_prefix("//!")) {
+        let line = line.strip_prefix(' ').unwrap_or(line);
+        match (&mut current, line) {
+            (None, "```toml") => current = Some(String::new()),
+            (Some(block), "```") => {
+                blocks.push(std::mem::take(block));
+                current = None;
+            }
+            (Some(block), text) => {
+                block.push_str(text);
+                block.push('\n');
+            }
+            (None, _) => {}
+        }
+    }
+    assert_eq!(blocks.len(), 2, "expected a profile and a scenario example");
+    let mut seen = 0;
+    for block in &blocks {
+        let first = block.lines().next().unwrap();
+        if let Some(path) = first.strip_prefix("# scenario ") {
+            parse_scenario(path, block).unwrap();
+            assert!(errors(&validator("scenario.json"), &toml_to_json(block)).is_empty());
+            seen += 1;
+        } else if first == "# conform.toml" {
+            let _: conform::profile::ProfileFile = toml::from_str(block).unwrap();
+            assert!(errors(&validator("profile.json"), &toml_to_json(block)).is_empty());
+            seen += 1;
+        }
+    }
+    assert_eq!(seen, 2);
+}
