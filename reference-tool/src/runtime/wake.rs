@@ -18,6 +18,7 @@
 use std::io;
 use std::os::fd::AsFd;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
@@ -90,6 +91,21 @@ pub fn wait_for_job(
     id: &JobId,
     deadline: Option<Instant>,
 ) -> Result<WaitOutcome, JobError> {
+    wait_for_job_interruptible(store, conn, instance, id, deadline, &AtomicBool::new(false))
+}
+
+/// [`wait_for_job`] that also returns [`WaitOutcome::Pending`] as soon as `interrupt` is set:
+/// pass the framework's SIGTERM flag, so a front process waiting out its budget hands off at
+/// once. A signal delivered to the process interrupts the `poll` (EINTR), so the flag is seen
+/// immediately; in any case within [`LIVENESS_INTERVAL`].
+pub fn wait_for_job_interruptible(
+    store: &JobStore,
+    conn: &Connection,
+    instance: &str,
+    id: &JobId,
+    deadline: Option<Instant>,
+    interrupt: &AtomicBool,
+) -> Result<WaitOutcome, JobError> {
     // The row decides whether the job exists in this instance before any path is watched.
     let first = store.peek(conn, instance, id)?;
     let watcher = JobWatcher::new(&first.dir)?;
@@ -104,7 +120,7 @@ pub fn wait_for_job(
         }
         let now = Instant::now();
         let remaining = deadline.map(|d| d.saturating_duration_since(now));
-        if remaining == Some(Duration::ZERO) {
+        if remaining == Some(Duration::ZERO) || interrupt.load(Ordering::SeqCst) {
             return Ok(WaitOutcome::Pending(store.get(conn, instance, id)?));
         }
         let until_settle = LIVENESS_INTERVAL.saturating_sub(last_settle.elapsed());
@@ -227,6 +243,25 @@ mod tests {
             WaitOutcome::Ended(v) => assert_eq!(v.status, JobStatus::Lost),
             other => panic!("{other:?}"),
         }
+        assert!(start.elapsed() < Duration::from_secs(3), "{:?}", start.elapsed());
+    }
+
+    #[test]
+    fn an_interrupt_ends_the_wait_at_once() {
+        let f = Fixture::new();
+        let job = create(&f, ProcessIdentity::current().unwrap(), &["i"]);
+        let flag = AtomicBool::new(false);
+        let conn = f.conn();
+        let start = Instant::now();
+        let out = std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(Duration::from_millis(200));
+                flag.store(true, Ordering::SeqCst);
+            });
+            wait_for_job_interruptible(&f.store, &conn, "default", &job.record.job_id, None, &flag)
+                .unwrap()
+        });
+        assert!(matches!(out, WaitOutcome::Pending(_)), "{out:?}");
         assert!(start.elapsed() < Duration::from_secs(3), "{:?}", start.elapsed());
     }
 
