@@ -135,6 +135,15 @@ fn run(ctx: &mut Ctx) -> Result<Value, Failure> {
     let shown = path.display().to_string();
     if from_version >= TARGET_VERSION {
         tx.rollback().map_err(fail)?;
+        if from_version > TARGET_VERSION {
+            ctx.warn(
+                "DB_SCHEMA_NEWER",
+                format!(
+                    "the database is at schema version {from_version}, newer than this \
+                     migration's {TARGET_VERSION}; it was left alone"
+                ),
+            );
+        }
         return Ok(json!({
             "effect": "noop",
             "db": shown,

@@ -3,15 +3,10 @@
 use serde_json::{Value, json};
 
 use crate::framework::manifest::SCHEMA_VERSION;
-use crate::framework::{App, CommandSpec, Exit, SideEffects};
+use crate::framework::{CommandSpec, Exit, SideEffects};
 
-/// The data of the version response.
-pub fn data(app: &App) -> Value {
-    let _ = app;
-    version_data()
-}
-
-fn version_data() -> Value {
+/// The data of the version response (also answers `--version` in JSON mode).
+pub fn data() -> Value {
     json!({
         "name": "reftool",
         "version": env!("CARGO_PKG_VERSION"),
@@ -21,7 +16,10 @@ fn version_data() -> Value {
 
 /// The declaration.
 pub fn spec() -> CommandSpec {
-    CommandSpec::new("version", "Print the tool's version", |_ctx| Ok(version_data()))
-        .builtin()
-        .exit(Exit::SUCCESS, "The version is printed", false, SideEffects::None)
+    CommandSpec::new("version", "Print the tool's version", |_ctx| Ok(data())).builtin().exit(
+        Exit::SUCCESS,
+        "The version is printed",
+        false,
+        SideEffects::None,
+    )
 }

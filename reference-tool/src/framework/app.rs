@@ -147,7 +147,7 @@ impl App {
                     let line = format!("{} {}\n", self.name, self.version);
                     return Finished { stdout: line.into_bytes(), stderr: String::new(), exit: 0 };
                 }
-                let mut response = Response::success(crate::commands::version::data(self));
+                let mut response = Response::success(crate::commands::version::data());
                 response.duration_ms = elapsed_ms(started);
                 response.timeout_ms = Some(DEFAULT_TIMEOUT_MS);
                 return finish(response, modes.output, String::new());
@@ -306,6 +306,7 @@ impl App {
         if spec.path == "manifest" {
             ctx.set_manifest(self.manifest());
         }
+        ctx.set_state_migrations(self.migrations.clone());
         let outcome = self.supervise(spec, ctx, &stop, timeout, started);
 
         // Stage 8: the response.
@@ -387,6 +388,11 @@ impl App {
         let spawned = std::thread::Builder::new().name("work".into()).spawn(move || {
             let result = std::panic::catch_unwind(AssertUnwindSafe(|| match fault.as_deref() {
                 Some("panic") => panic!("injected fault (REFTOOL_TEST_FAULT=panic)"),
+                // Work that ignores every stop request (blocked I/O): the wall-clock limit
+                // must still end the call.
+                Some("hang") => loop {
+                    std::thread::sleep(Duration::from_secs(3600));
+                },
                 Some("undeclared-exit") => {
                     Err(Failure::new(Exit(99), "INJECTED", "injected undeclared exit"))
                 }

@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 
 use super::exit::Exit;
 use super::modes::Modes;
-use super::state::{StateConfig, StateError};
+use super::state::{FRAMEWORK_MIGRATIONS, Migration, StateConfig, StateDb, StateError};
 use super::stop::{StopReason, StopToken};
 
 /// Phase of a failure (`error.phase`).
@@ -236,6 +236,7 @@ pub struct Ctx {
     meta: Map<String, Value>,
     last_progress: Option<(u64, Option<u64>, Option<String>)>,
     manifest: Option<Value>,
+    migrations: Vec<Migration>,
 }
 
 impl Ctx {
@@ -250,6 +251,7 @@ impl Ctx {
             meta: Map::new(),
             last_progress: None,
             manifest: None,
+            migrations: FRAMEWORK_MIGRATIONS.to_vec(),
         }
     }
 
@@ -357,6 +359,16 @@ impl Ctx {
     /// The manifest (set by the framework for the `manifest` built-in).
     pub fn manifest(&self) -> Option<&Value> {
         self.manifest.as_ref()
+    }
+
+    /// Opens the state database with every migration the app registered (framework's and
+    /// part 2's), in this invocation's state directory.
+    pub fn open_state(&self) -> Result<StateDb, StateError> {
+        StateDb::open(&self.state, &self.migrations)
+    }
+
+    pub(crate) fn set_state_migrations(&mut self, migrations: Vec<Migration>) {
+        self.migrations = migrations;
     }
 
     pub(crate) fn set_manifest(&mut self, manifest: Value) {

@@ -50,3 +50,18 @@ fn an_undeclared_exit_code_is_refused_in_test_mode() {
     assert_eq!(run.json["error"]["context"]["check"], "UNDECLARED_EXIT_CODE");
     snapshot!("undeclared_exit", run);
 }
+
+#[test]
+fn work_that_ignores_the_stop_still_ends_at_the_wall_clock_limit() {
+    let sandbox = Sandbox::new();
+    let started = std::time::Instant::now();
+    let run = sandbox.run_env(
+        &["version", "--timeout", "300ms"],
+        &[("REFTOOL_TEST_MODE", "1"), ("REFTOOL_TEST_FAULT", "hang")],
+    );
+    let elapsed = started.elapsed();
+    assert_eq!(run.exit, 10, "{}", run.stdout);
+    assert_eq!(run.code(), "TIMEOUT");
+    assert!(elapsed < std::time::Duration::from_secs(10), "{elapsed:?}");
+    snapshot!("timeout_blocked_work", run);
+}

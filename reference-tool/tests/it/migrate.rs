@@ -117,3 +117,16 @@ fn a_database_locked_by_another_writer_is_unavailable_and_unchanged() {
     holder.execute_batch("ROLLBACK").unwrap();
     assert_eq!(schema_of(&db).0, 0);
 }
+
+#[test]
+fn a_newer_schema_is_left_alone_with_a_warning() {
+    let sandbox = Sandbox::new();
+    let db = sandbox.fresh_db("app.db");
+    rusqlite::Connection::open(&db).unwrap().execute_batch("PRAGMA user_version = 7").unwrap();
+    let run = sandbox.run(&["migrate", "--db", "app.db"]);
+    assert_eq!(run.exit, 0);
+    assert_eq!(run.json["data"]["effect"], "noop");
+    assert_eq!(run.json["warnings"][0]["code"], "DB_SCHEMA_NEWER");
+    snapshot!("migrate_warning", run);
+    assert_eq!(schema_of(&db).0, 7);
+}
