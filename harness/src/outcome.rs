@@ -191,11 +191,17 @@ impl fmt::Display for Finding {
             write!(f, "\n{}", diff.trim_end_matches('\n'))?;
             return Ok(());
         }
-        if let Some(expected) = &self.expected {
-            write!(f, "\n  expected: {expected}")?;
-        }
-        if let Some(actual) = &self.actual {
-            write!(f, "\n  actual:   {actual}")?;
+        for (label, value) in [("expected: ", &self.expected), ("actual:   ", &self.actual)] {
+            match value {
+                Some(v) if v.contains('\n') => {
+                    write!(f, "\n  {}", label.trim_end())?;
+                    for line in v.trim_end_matches('\n').lines() {
+                        write!(f, "\n    {line}")?;
+                    }
+                }
+                Some(v) => write!(f, "\n  {label}{v}")?,
+                None => {}
+            }
         }
         Ok(())
     }

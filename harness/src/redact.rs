@@ -28,7 +28,32 @@
 //! A literal shorter than [`MIN_LITERAL_LEN`] characters is only redacted where its key holds
 //! it, never searched for inside other strings: a short value would match by accident.
 //!
+//! Job ids a response does not name under a `job_id` key (a `job wait <id>` that answers
+//! `JOB_LOST` names its job only in the message) are redacted too when the redactor was told
+//! about them ([`Redactor::with_job_id`]); snapshots tell it every job id their scenario saw,
+//! in order, so `[JOB_ID]` means the same job in every step of a scenario.
+//!
 //! Everything else is kept: exit codes, `ok`, `error.code`, progress, `meta.budget_ms`, data.
+//!
+//! ## Snapshot rules
+//!
+//! Snapshots compare responses across runs, on machines of different speeds, where conform
+//! derives budgets from a calibration. [`Redactor::redact_for_snapshot`] therefore applies, after
+//! the rules above, three more that only concern timing:
+//!
+//! 8. **Budgets and timeouts** ([`redact_budgets`]): a non-zero `meta.budget_ms` becomes
+//!    `"[BUDGET_MS]"`, a non-zero `meta.timeout_ms` `"[TIMEOUT_MS]"` (0, "off", is kept, and so is
+//!    absence), and the word after `--budget` / `--timeout` in any string becomes `[BUDGET]` /
+//!    `[TIMEOUT]` (a paused command's `continue_command` repeats the budget it was given).
+//! 9. **Progress of interrupted work** ([`redact_interrupted_progress`]): in an INCOMPLETE
+//!    response (`error.code` is `INCOMPLETE`), `data.progress.done` becomes `"[PROGRESS]"`:
+//!    where a budget runs out depends on the machine. `total` and `unit` are kept.
+//! 10. **Prose and raw text** ([`redact_prose_numbers`]): in `error.message` and every
+//!     `warnings[].message`, each run of digits becomes `[N]`: messages are for people and never
+//!     parsed, so their wording is compared but not their figures (budgets, percentages).
+//!     `error.detail`, raw text from below such as a dead worker's log tail, becomes
+//!     `"[DETAIL]"` (present or absent still shows).
+//!
 //! Rules are pure functions on `serde_json::Value`.
 
 use std::path::Path;
@@ -56,6 +81,7 @@ pub const MIN_LITERAL_LEN: usize = 6;
 #[derive(Debug, Clone, Default)]
 pub struct Redactor {
     sandbox_roots: Vec<String>,
+    job_ids: Vec<String>,
 }
 
 impl Redactor {
@@ -84,16 +110,37 @@ impl Redactor {
         self
     }
 
+    /// Adds a job id to redact wherever it appears, numbered before the ids found in the
+    /// response (the first id added is `[JOB_ID]`, the second `[JOB_ID_2]`, ...).
+    #[must_use]
+    pub fn with_job_id(mut self, id: impl Into<String>) -> Self {
+        let id = id.into();
+        if !id.is_empty() && !self.job_ids.contains(&id) {
+            self.job_ids.push(id);
+        }
+        self
+    }
+
     /// A normalized copy of `value` (see the module docs for the rules and their order).
     pub fn redact(&self, value: &Value) -> Value {
         let mut v = value.clone();
         redact_sandbox(&mut v, &self.sandbox_roots);
         redact_durations(&mut v);
         redact_timestamps(&mut v);
-        redact_job_ids(&mut v);
+        redact_job_ids_with(&mut v, &self.job_ids);
         redact_idempotency_keys(&mut v);
         redact_etags(&mut v);
         redact_pids(&mut v);
+        v
+    }
+
+    /// [`Redactor::redact`] plus the snapshot rules (budgets, interrupted progress, numbers in
+    /// prose), for comparisons across runs.
+    pub fn redact_for_snapshot(&self, value: &Value) -> Value {
+        let mut v = self.redact(value);
+        redact_budgets(&mut v);
+        redact_interrupted_progress(&mut v);
+        redact_prose_numbers(&mut v);
         v
     }
 
@@ -145,9 +192,25 @@ pub fn redact_timestamps(value: &mut Value) {
 
 /// Rule 4: job ids become `[JOB_ID]`, `[JOB_ID_2]`, … wherever they appear.
 pub fn redact_job_ids(value: &mut Value) {
-    let mut ids = Vec::new();
+    redact_job_ids_with(value, &[]);
+}
+
+/// Rule 4 with job ids known beforehand, numbered first.
+pub fn redact_job_ids_with(value: &mut Value, known: &[String]) {
+    let mut ids = known.to_vec();
     collect_key_strings(value, &|k| k == "job_id", &mut ids);
     replace_literals(value, &ids, JOB_ID, &|k| k == "job_id");
+}
+
+/// The job ids a command line names: the word after `job wait`, `job status` or
+/// `job cancel`.
+pub fn job_ids_in_command(words: &[String]) -> Vec<String> {
+    words
+        .windows(3)
+        .filter(|w| w[0] == "job" && matches!(w[1].as_str(), "wait" | "status" | "cancel"))
+        .map(|w| unquote(&w[2]))
+        .filter(|id| !id.starts_with('-'))
+        .collect()
 }
 
 /// Rule 5: idempotency keys become `[IDEMPOTENCY_KEY]` wherever they appear.
@@ -193,6 +256,75 @@ pub fn redact_pids(value: &mut Value) {
             }
         }
     });
+}
+
+/// Snapshot rule 8: budgets and timeouts conform chose become placeholders.
+pub fn redact_budgets(value: &mut Value) {
+    if let Some(meta) = value.get_mut("meta").and_then(Value::as_object_mut) {
+        for (key, placeholder) in [("budget_ms", "[BUDGET_MS]"), ("timeout_ms", "[TIMEOUT_MS]")] {
+            if let Some(v) = meta.get_mut(key) {
+                if v.as_u64() != Some(0) && !v.is_null() {
+                    *v = Value::String(placeholder.to_owned());
+                }
+            }
+        }
+    }
+    for_each_string(value, &mut |s| {
+        for (flag, placeholder) in [("--budget", "[BUDGET]"), ("--timeout", "[TIMEOUT]")] {
+            if s.contains(flag) {
+                *s = replace_flag_values(s, flag, placeholder);
+            }
+        }
+    });
+}
+
+/// Snapshot rule 9: `data.progress.done` of an INCOMPLETE response becomes `"[PROGRESS]"`.
+pub fn redact_interrupted_progress(value: &mut Value) {
+    let incomplete = value.pointer("/error/code").and_then(Value::as_str) == Some("INCOMPLETE");
+    if incomplete {
+        if let Some(done) = value.pointer_mut("/data/progress/done") {
+            *done = Value::String("[PROGRESS]".to_owned());
+        }
+    }
+}
+
+/// Snapshot rule 10: digit runs in `error.message` and `warnings[].message` become `[N]`;
+/// `error.detail` becomes `"[DETAIL]"`.
+pub fn redact_prose_numbers(value: &mut Value) {
+    if let Some(error) = value.get_mut("error").and_then(Value::as_object_mut) {
+        if let Some(Value::String(s)) = error.get_mut("message") {
+            *s = numbers_to_placeholder(s);
+        }
+        if let Some(detail) = error.get_mut("detail") {
+            if !detail.is_null() {
+                *detail = Value::String("[DETAIL]".to_owned());
+            }
+        }
+    }
+    if let Some(warnings) = value.get_mut("warnings").and_then(Value::as_array_mut) {
+        for w in warnings {
+            if let Some(Value::String(s)) = w.get_mut("message") {
+                *s = numbers_to_placeholder(s);
+            }
+        }
+    }
+}
+
+fn numbers_to_placeholder(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut in_number = false;
+    for c in text.chars() {
+        if c.is_ascii_digit() {
+            if !in_number {
+                out.push_str("[N]");
+                in_number = true;
+            }
+        } else {
+            in_number = false;
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// Whether `s` is an RFC 3339 date-time: `YYYY-MM-DD`, `T` (or `t` or a space),
@@ -527,6 +659,61 @@ mod tests {
         second["data"]["progress"]["done"] = json!(41);
         let c = Redactor::new().with_sandbox_root("/tmp/sbx-2").redact(&second);
         assert_ne!(a, c);
+    }
+
+    #[test]
+    fn known_job_ids_are_redacted_in_prose_and_numbered_first() {
+        let mut v = json!({"error": {"code": "JOB_LOST",
+            "message": "the worker of job 8c182ae3ba173c37 died"}, "data": {"job_id": "j-bbbbbbbbbbbb"}});
+        redact_job_ids_with(&mut v, &["8c182ae3ba173c37".to_owned()]);
+        assert_eq!(v["error"]["message"], "the worker of job [JOB_ID] died");
+        assert_eq!(v["data"]["job_id"], "[JOB_ID_2]");
+        let words: Vec<String> = ["tool", "job", "wait", "'abc123'", "--budget", "1s"]
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(job_ids_in_command(&words), vec!["abc123"]);
+    }
+
+    #[test]
+    fn snapshot_rules_hide_timing_and_keep_the_rest() {
+        let mut v = paused();
+        v["data"]["continue_command"] = json!("tool import in.csv --budget 630ms --timeout=5s");
+        v["warnings"] = json!([{"code": "W", "message": "took 12 of 40 s"}]);
+        let mut budgets = v.clone();
+        redact_budgets(&mut budgets);
+        assert_eq!(budgets["meta"]["budget_ms"], "[BUDGET_MS]");
+        assert_eq!(
+            budgets["data"]["continue_command"],
+            "tool import in.csv --budget [BUDGET] --timeout=[TIMEOUT]"
+        );
+        let mut off = json!({"meta": {"budget_ms": 0}});
+        redact_budgets(&mut off);
+        assert_eq!(off["meta"]["budget_ms"], 0);
+
+        let mut progress = v.clone();
+        redact_interrupted_progress(&mut progress);
+        assert_eq!(progress["data"]["progress"]["done"], "[PROGRESS]");
+        assert_eq!(progress["data"]["progress"]["total"], 100);
+        let mut finished = json!({"error": null, "data": {"progress": {"done": 5}}});
+        redact_interrupted_progress(&mut finished);
+        assert_eq!(finished["data"]["progress"]["done"], 5);
+
+        let mut prose = v.clone();
+        prose["error"]["message"] = json!("Call budget of 720ms reached at 19%");
+        prose["error"]["detail"] = json!("20:58:50 [716] worker started");
+        redact_prose_numbers(&mut prose);
+        assert_eq!(prose["error"]["message"], "Call budget of [N]ms reached at [N]%");
+        assert_eq!(prose["warnings"][0]["message"], "took [N] of [N] s");
+        assert_eq!(prose["error"]["detail"], "[DETAIL]");
+        assert_eq!(prose["data"]["progress"]["done"], 40, "data is not prose");
+
+        // The plain redaction keeps all of it.
+        let plain = Redactor::new().redact(&v);
+        assert_eq!(plain["meta"]["budget_ms"], 2000);
+        assert_eq!(plain["data"]["progress"]["done"], 40);
+        let snap = Redactor::new().redact_for_snapshot(&v);
+        assert_eq!(snap["meta"]["budget_ms"], "[BUDGET_MS]");
     }
 
     #[test]

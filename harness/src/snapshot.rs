@@ -1,7 +1,8 @@
 //! `--snapshots DIR [--update]`: catch changes in what a tool answers.
 //!
 //! For every step of a scenario whose stdout was a JSON object, conform normalizes the envelope
-//! with the redaction rules (`redact`), and keeps it as
+//! with the redaction rules, snapshot rules included (`redact`, told every job id the scenario
+//! saw, so `[JOB_ID]` names the same job in all its steps), and keeps it as
 //! `DIR/<scenario-id>/<step-name>.json`: pretty JSON, keys sorted, a final newline, so that the
 //! files diff well in review. (Characters other than letters, digits, `.`, `_` and `-` in ids
 //! and step names become `_`.)
@@ -14,6 +15,12 @@
 //! * no file yet: a `snapshot-missing` finding (the scenario fails, so a snapshot directory in
 //!   CI never silently grows); with `--update` the file is written and a note says it is new.
 //!
+//! **Continuation chains.** How many times `continue_command` must run before the work ends
+//! depends on the machine. conform names the runs of a loop `<step>#1`, `<step>#2`, …; when
+//! every run of such a group but the last answered INCOMPLETE (exit 14) and the last did not,
+//! the group is one chain, and only its final response is kept, as `<step>.json`. Other groups
+//! (concurrent runs, which all start at once) keep one file per run, `<step>_<n>.json`.
+//!
 //! Skipped scenarios and harness errors are left alone. Files of steps that no longer exist
 //! are not removed.
 
@@ -22,8 +29,10 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::outcome::{Finding, ScenarioResult, Status, unified_diff};
-use crate::redact::Redactor;
+use crate::outcome::{
+    Ended, Finding, ReproCommand, ScenarioResult, Status, StepRecord, unified_diff,
+};
+use crate::redact::{Redactor, job_ids_in_command};
 
 /// The snapshot directory and whether to rewrite it.
 #[derive(Debug, Clone)]
@@ -171,13 +180,14 @@ impl SnapshotStore {
         }
         let mut findings = Vec::new();
         let mut notes = Vec::new();
-        for step in &result.steps {
+        let redactor = scenario_redactor(result, redactor);
+        for (name, step) in snapshot_targets(&result.steps) {
             let Some(envelope) = &step.envelope else {
                 continue;
             };
-            let normalized = redactor.redact(envelope);
-            let path = self.path_for(&result.id, &step.name);
-            match self.compare(&result.id, &step.name, &normalized)? {
+            let normalized = redactor.redact_for_snapshot(envelope);
+            let path = self.path_for(&result.id, &name);
+            match self.compare(&result.id, &name, &normalized)? {
                 Comparison::Matched => {}
                 Comparison::Drifted { stored, current } => findings.push(
                     Finding::new(
@@ -216,6 +226,79 @@ impl SnapshotStore {
         }
         result.notes.extend(notes);
         Ok(())
+    }
+}
+
+/// The INCOMPLETE exit code.
+const INCOMPLETE: i32 = 14;
+
+/// The steps to snapshot and the names of their files: a continuation chain collapses to its
+/// final run (see the module docs).
+pub fn snapshot_targets(steps: &[StepRecord]) -> Vec<(String, &StepRecord)> {
+    let group_of = |name: &str| -> Option<String> {
+        let (base, n) = name.rsplit_once('#')?;
+        n.parse::<u32>().ok().map(|_| base.to_owned())
+    };
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < steps.len() {
+        let Some(base) = group_of(&steps[i].name) else {
+            out.push((steps[i].name.clone(), &steps[i]));
+            i += 1;
+            continue;
+        };
+        let mut end = i;
+        while end < steps.len() && group_of(&steps[end].name).as_deref() == Some(base.as_str()) {
+            end += 1;
+        }
+        let group = &steps[i..end];
+        let incomplete = |s: &StepRecord| s.ended == Ended::Exited { code: INCOMPLETE };
+        let (last, before) = group.split_last().unwrap_or((&group[0], &[]));
+        if before.iter().all(incomplete) && !incomplete(last) {
+            out.push((base, last));
+        } else {
+            out.extend(group.iter().map(|s| (s.name.clone(), s)));
+        }
+        i = end;
+    }
+    out
+}
+
+/// `redactor` taught every job id the scenario saw, in the order it saw them: under `job_id`
+/// keys of its responses and in `job wait|status|cancel <id>` command lines it ran.
+fn scenario_redactor(result: &ScenarioResult, redactor: &Redactor) -> Redactor {
+    let mut redactor = redactor.clone();
+    for step in &result.steps {
+        let words: Vec<String> = match &step.repro.command {
+            ReproCommand::Argv(argv) => argv.clone(),
+            ReproCommand::Shell(line) => line.split_whitespace().map(str::to_owned).collect(),
+        };
+        for id in job_ids_in_command(&words) {
+            redactor = redactor.with_job_id(id);
+        }
+        if let Some(envelope) = &step.envelope {
+            let mut ids = Vec::new();
+            collect_job_ids(envelope, &mut ids);
+            for id in ids {
+                redactor = redactor.with_job_id(id);
+            }
+        }
+    }
+    redactor
+}
+
+fn collect_job_ids(value: &Value, out: &mut Vec<String>) {
+    match value {
+        Value::Object(map) => {
+            for (key, v) in map {
+                match v {
+                    Value::String(id) if key == "job_id" => out.push(id.clone()),
+                    _ => collect_job_ids(v, out),
+                }
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|v| collect_job_ids(v, out)),
+        _ => {}
     }
 }
 

@@ -512,6 +512,11 @@ fn finding_display_draws_a_diff_only_for_multi_line_values() {
     assert!(text.starts_with("[calibrated-equality] differs (step `continue-3`)\n"));
     assert!(text.contains("--- expected\n+++ actual\n"));
     assert!(text.contains("\n-b\n+B\n"), "{text}");
+    let block = Finding::new("snapshot-missing", "no snapshot").actual("{\n  \"a\": 1\n}\n");
+    assert_eq!(
+        block.to_string(),
+        "[snapshot-missing] no snapshot\n  actual:\n    {\n      \"a\": 1\n    }"
+    );
 }
 
 #[test]

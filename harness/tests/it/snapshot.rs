@@ -14,15 +14,15 @@ fn scenario_with(envelope: serde_json::Value) -> conform::outcome::ScenarioResul
     r
 }
 
-fn paused(done: u64, job: &str, duration: u64) -> serde_json::Value {
+fn paused(done: u64, job: &str, retryable: bool) -> serde_json::Value {
     json!({
         "ok": false,
-        "data": {"state": "paused", "job_id": job, "progress": {"done": done},
+        "data": {"state": "paused", "job_id": job, "progress": {"done": done, "total": 100},
                  "continue_command": "t import /tmp/sbx-9/in.csv --idempotency-key k-1234567",
                  "cancel_command": format!("t job cancel {job}")},
-        "error": {"code": "INCOMPLETE", "message": "budget spent", "retryable": false},
+        "error": {"code": "INCOMPLETE", "message": format!("budget spent at {done}%"), "retryable": retryable},
         "warnings": [],
-        "meta": {"exit_code": 14, "duration_ms": duration, "budget_ms": 500}
+        "meta": {"exit_code": 14, "duration_ms": done * 7 + 1, "budget_ms": 500 + done}
     })
 }
 
@@ -37,7 +37,7 @@ fn missing_then_written_then_matched_then_drift() {
 
     // First run with --update: written, reported as new.
     let store = SnapshotStore::open(&snaps, true).unwrap();
-    let mut r = scenario_with(paused(40, "j-aaaaaaaaaaaa", 501));
+    let mut r = scenario_with(paused(40, "j-aaaaaaaaaaaa", false));
     store.apply(&mut r, &redactor).unwrap();
     assert_eq!(r.status, Status::Pass);
     assert!(r.notes[0].starts_with("new snapshot written"), "{:?}", r.notes);
@@ -46,6 +46,8 @@ fn missing_then_written_then_matched_then_drift() {
     assert!(stored.contains("\"job_id\": \"[JOB_ID]\""), "{stored}");
     assert!(stored.contains("[SANDBOX]/in.csv --idempotency-key [IDEMPOTENCY_KEY]"));
     assert!(stored.ends_with("}\n"));
+    assert!(stored.contains("\"done\": \"[PROGRESS]\""), "{stored}");
+    assert!(stored.contains("\"message\": \"budget spent at [N]%\""), "{stored}");
     // Keys sorted: "data" before "error" before "meta" before "ok".
     let positions: Vec<usize> = ["\"data\"", "\"error\"", "\"meta\"", "\"ok\"", "\"warnings\""]
         .iter()
@@ -53,14 +55,15 @@ fn missing_then_written_then_matched_then_drift() {
         .collect();
     assert!(positions.windows(2).all(|w| w[0] < w[1]), "{stored}");
 
-    // Second run, other ids and durations, same behaviour: no finding.
+    // Second run, other ids, durations, budget and progress (timing), same behaviour: no
+    // finding.
     let store = SnapshotStore::open(&snaps, false).unwrap();
-    let mut r = scenario_with(paused(40, "j-bbbbbbbbbbbb", 733));
+    let mut r = scenario_with(paused(73, "j-bbbbbbbbbbbb", false));
     store.apply(&mut r, &redactor).unwrap();
     assert_eq!((r.status.clone(), r.findings.len(), r.notes.len()), (Status::Pass, 0, 0));
 
-    // Third run, the tool now reports different progress: drift with a diff.
-    let mut r = scenario_with(paused(12, "j-cccccccccccc", 733));
+    // Third run, the tool now calls the paused work retryable: drift with a diff.
+    let mut r = scenario_with(paused(12, "j-cccccccccccc", true));
     store.apply(&mut r, &redactor).unwrap();
     assert_eq!(r.status, Status::Fail);
     assert_eq!(r.findings.len(), 1);
@@ -68,25 +71,25 @@ fn missing_then_written_then_matched_then_drift() {
     assert_eq!(finding.check, "snapshot-drift");
     assert_eq!(finding.step.as_deref(), Some("run"));
     let diff = finding.diff().unwrap();
-    assert!(diff.contains("-      \"done\": 40"), "{diff}");
-    assert!(diff.contains("+      \"done\": 12"), "{diff}");
+    assert!(diff.contains("-    \"retryable\": false"), "{diff}");
+    assert!(diff.contains("+    \"retryable\": true"), "{diff}");
     // The file is unchanged without --update.
     assert_eq!(std::fs::read_to_string(&file).unwrap(), stored);
 
     // --update accepts the change.
     let store = SnapshotStore::open(&snaps, true).unwrap();
-    let mut r = scenario_with(paused(12, "j-cccccccccccc", 733));
+    let mut r = scenario_with(paused(12, "j-cccccccccccc", true));
     store.apply(&mut r, &redactor).unwrap();
     assert_eq!(r.status, Status::Pass);
     assert!(r.notes[0].starts_with("snapshot updated"));
-    assert!(std::fs::read_to_string(&file).unwrap().contains("\"done\": 12"));
+    assert!(std::fs::read_to_string(&file).unwrap().contains("\"retryable\": true"));
 }
 
 #[test]
 fn a_missing_snapshot_without_update_is_a_finding_and_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let store = SnapshotStore::open(dir.path(), false).unwrap();
-    let mut r = scenario_with(paused(1, "j-aaaaaaaaaaaa", 1));
+    let mut r = scenario_with(paused(1, "j-aaaaaaaaaaaa", false));
     store.apply(&mut r, &Redactor::new()).unwrap();
     assert_eq!(r.status, Status::Fail);
     assert_eq!(r.findings[0].check, "snapshot-missing");
@@ -124,4 +127,64 @@ fn file_names_are_safe() {
     assert_eq!(file_safe("continue#2/../x"), "continue_2_.._x");
     assert_eq!(file_safe(".."), "_..");
     assert_eq!(file_safe("run-1.a_b"), "run-1.a_b");
+}
+
+#[test]
+fn a_job_named_only_in_a_command_line_is_redacted_in_every_step() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SnapshotStore::open(dir.path(), true).unwrap();
+    let mut r = result("lost", "REQ-F-081", Level::Must, Status::Pass);
+    r.steps = vec![step(
+        "wait",
+        &["./t", "job", "wait", "8c182ae3ba173c37"],
+        1,
+        Some(json!({"ok": false, "data": null, "warnings": [], "meta": {"exit_code": 1},
+            "error": {"code": "JOB_LOST", "message": "the worker of job 8c182ae3ba173c37 died"}})),
+    )];
+    store.apply(&mut r, &Redactor::new()).unwrap();
+    let text = std::fs::read_to_string(dir.path().join("lost/wait.json")).unwrap();
+    assert!(text.contains("the worker of job [JOB_ID] died"), "{text}");
+}
+
+#[test]
+fn a_continuation_chain_is_stored_as_its_final_response() {
+    let names = |steps: &[conform::outcome::StepRecord]| -> Vec<(String, String)> {
+        conform::snapshot::snapshot_targets(steps)
+            .into_iter()
+            .map(|(file, s)| (file, s.name.clone()))
+            .collect()
+    };
+    let ok = Some(json!({"ok": true}));
+    let incomplete = Some(json!({"ok": false}));
+    // Two hops in one run, three in another: the same file, the final response.
+    let short = vec![
+        step("call", &["t"], 14, incomplete.clone()),
+        step("continue#1", &["t"], 14, incomplete.clone()),
+        step("continue#2", &["t"], 0, ok.clone()),
+    ];
+    let long = vec![
+        step("call", &["t"], 14, incomplete.clone()),
+        step("continue#1", &["t"], 14, incomplete.clone()),
+        step("continue#2", &["t"], 14, incomplete.clone()),
+        step("continue#3", &["t"], 0, ok.clone()),
+    ];
+    let want = |last: &str| {
+        vec![("call".to_owned(), "call".to_owned()), ("continue".to_owned(), last.to_owned())]
+    };
+    assert_eq!(names(&short), want("continue#2"));
+    assert_eq!(names(&long), want("continue#3"));
+    // Concurrent runs that all handed off keep one file each.
+    let concurrent = vec![
+        step("same#1", &["t"], 14, incomplete.clone()),
+        step("same#2", &["t"], 14, incomplete),
+        step("after", &["t"], 0, ok),
+    ];
+    assert_eq!(
+        names(&concurrent),
+        vec![
+            ("same#1".to_owned(), "same#1".to_owned()),
+            ("same#2".to_owned(), "same#2".to_owned()),
+            ("after".to_owned(), "after".to_owned()),
+        ]
+    );
 }
