@@ -9,7 +9,7 @@
 //! (`5s`, `2000ms`, `1m`, bare milliseconds). A malformed or negative flag is the caller's
 //! mistake: [`BudgetError`], which the framework answers with ARG_ERROR (2) in the validation
 //! phase. A malformed variable is the environment's: it is ignored with a
-//! [`BUDGET_ENV_INVALID`](super::warning::BUDGET_ENV_INVALID) warning and the default applies.
+//! [`BUDGET_ENV_INVALID`] warning and the default applies.
 //!
 //! Only commands that declare `interruption` call this; every other command has no `--budget`
 //! flag and never reads the variable.
