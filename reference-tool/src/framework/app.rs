@@ -102,7 +102,7 @@ impl App {
         &self.migrations
     }
 
-    /// Adds a hidden entry point, run when argv[1] is `name`, before clap.
+    /// Adds a hidden entry point, run when `argv[1]` is `name`, before clap.
     pub fn add_hidden_entry(&mut self, name: &str, entry: HiddenEntry) {
         self.hidden.insert(name.to_owned(), entry);
     }
@@ -115,6 +115,11 @@ impl App {
     /// The manifest data.
     pub fn manifest(&self) -> Value {
         manifest::manifest(&self.registry, &self.version)
+    }
+
+    /// The flag SIGTERM raises (part 2: a front process waiting on a job hands off at once).
+    pub fn sigterm_flag(&self) -> Arc<AtomicBool> {
+        Arc::clone(&self.sigterm)
     }
 
     /// Installs the SIGTERM handler: it only raises a flag that the supervisor polls, so a
@@ -191,14 +196,15 @@ impl App {
         started: Instant,
     ) -> Result<Prepared, (Box<Failure>, Option<u64>)> {
         let bad = |failure: Failure, timeout_ms| Err((Box::new(failure), timeout_ms));
+        let default_ms = default_timeout_ms(spec);
         let timeout = match parsed.timeout.as_deref().map(parse_duration) {
-            None => Some(Duration::from_millis(spec.default_timeout_ms)),
+            None => Some(Duration::from_millis(default_ms)),
             Some(Ok(d)) if d.is_zero() => None,
             Some(Ok(d)) => Some(d),
             Some(Err(e)) => {
                 return bad(
                     Failure::arg("INVALID_DURATION", format!("--timeout: {e}")),
-                    Some(spec.default_timeout_ms),
+                    Some(default_ms),
                 );
             }
         };
@@ -245,6 +251,7 @@ impl App {
             argv,
             path: parsed.path.clone(),
             timeout,
+            timeout_explicit: parsed.timeout.is_some(),
             budget_flag,
             idempotency_key: parsed.idempotency_key.clone(),
             modes,
@@ -499,6 +506,7 @@ fn placeholder_invocation(started: Instant) -> Invocation {
         argv: Vec::new(),
         path: String::new(),
         timeout: None,
+        timeout_explicit: false,
         budget_flag: None,
         idempotency_key: None,
         modes: Modes::decide(Some(OutputMode::Json), false, true, false),
@@ -507,6 +515,19 @@ fn placeholder_invocation(started: Instant) -> Invocation {
         started,
     }
 }
+
+/// The wall-clock limit when no `--timeout` is given (REQ-F-011): an interruptible command's
+/// limit bounds the whole work across continuations, so it is `max_lifetime_ms` (default one
+/// hour); any other command has its declared per-command default.
+pub fn default_timeout_ms(spec: &CommandSpec) -> u64 {
+    match &spec.interruption {
+        Some(interruption) => interruption.max_lifetime_ms.unwrap_or(DEFAULT_MAX_LIFETIME_MS),
+        None => spec.default_timeout_ms,
+    }
+}
+
+/// `max_lifetime_ms` of an interruptible command that declares none.
+pub const DEFAULT_MAX_LIFETIME_MS: u64 = 3_600_000;
 
 /// The honest envelope of work the framework stopped.
 fn stop_failure(spec: &CommandSpec, reason: StopReason, timeout: Option<Duration>) -> Failure {

@@ -194,12 +194,14 @@ impl Args {
 /// Framework-owned settings of this invocation.
 #[derive(Debug, Clone)]
 pub struct Invocation {
-    /// argv as invoked, argv[0] included (the INCOMPLETE `continue_command` is built from it).
+    /// argv as invoked, `argv[0]` included (the INCOMPLETE `continue_command` is built from it).
     pub argv: Vec<OsString>,
     /// The command path (`job.wait`).
     pub path: String,
     /// The wall-clock limit in force; `None` when switched off with `--timeout 0`.
     pub timeout: Option<Duration>,
+    /// Whether `--timeout` was given (else the command's default, or `max_lifetime_ms`).
+    pub timeout_explicit: bool,
     /// `--budget` as given (parsed), for interruptible commands; resolution is part 2's.
     pub budget_flag: Option<Duration>,
     /// `--idempotency-key`, for writers.

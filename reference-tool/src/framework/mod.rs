@@ -47,6 +47,24 @@
 //!
 //! A malformed value of any of these is ARG_ERROR 2 (`ENV_INVALID`), nothing done.
 
+//! # For part 2 (interruption)
+//!
+//! - The dispatch hook is in [`app`]: `App::dispatch`, the comment "Stage 6 — PART 2 HOOK".
+//!   It runs after argument validation and the idempotency check, before the work starts, with
+//!   the [`CommandSpec`] (its `interruption` and exit entries) and the [`Invocation`] (argv as
+//!   invoked with `argv[0]`, `budget_flag`, `timeout`/`timeout_explicit`, `idempotency_key`,
+//!   `modes.interactive`) at hand. Without `--timeout`, an interruptible command's limit is
+//!   already `max_lifetime_ms` (default 3600000).
+//! - The work polls [`StopToken`]; [`StopReason::Budget`] exists for the call budget. A failure
+//!   with a payload (`Failure::with_data`) is how INCOMPLETE carries `data`; `retryable` left
+//!   `None` is filled from the command's declared entry. `Ctx::set_meta("budget_ms", ..)` adds
+//!   to `meta`. `Ctx::progress` and `Ctx::checkpoint` are the hook points.
+//! - State: [`App::add_state_migrations`] appends migrations; [`Ctx::open_state`] opens the
+//!   database with all of them; [`StateConfig::instance_dir`] is the instance's own directory.
+//! - Hidden entry points before clap: [`App::add_hidden_entry`] (`__worker`). The path `job`
+//!   is reserved: register `job.wait` etc. with `CommandSpec::builtin()`.
+//! - SIGTERM: [`App::sigterm_flag`] is the flag the handler raises.
+
 pub mod app;
 pub mod cli;
 pub mod context;

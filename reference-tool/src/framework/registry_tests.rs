@@ -260,3 +260,11 @@ fn refuses_a_required_positional_after_an_optional_one() {
 fn refuses_a_zero_default_timeout() {
     assert_eq!(refuse(base("odd").timeout_ms(0)), E::ZeroDefaultTimeout("odd".into()));
 }
+
+#[test]
+fn interruptible_commands_default_to_their_lifetime_limit() {
+    use super::app::{DEFAULT_MAX_LIFETIME_MS, default_timeout_ms};
+    assert_eq!(default_timeout_ms(&base("plain").timeout_ms(1234)), 1234);
+    assert_eq!(default_timeout_ms(&reader_with_interruption(true, true)), DEFAULT_MAX_LIFETIME_MS);
+    assert_eq!(default_timeout_ms(&writer_with_resume()), 7_200_000);
+}
