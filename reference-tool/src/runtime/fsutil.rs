@@ -69,12 +69,21 @@ pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> io::Result<Opti
 }
 
 /// The last `max_bytes` of a file, as lossy UTF-8 starting at a line boundary when possible.
+/// Only the tail is read, however large the file.
 pub fn tail(path: &Path, max_bytes: usize) -> String {
-    let Ok(bytes) = std::fs::read(path) else {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut file) = File::open(path) else {
         return String::new();
     };
-    let start = bytes.len().saturating_sub(max_bytes);
-    let mut slice = &bytes[start..];
+    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let start = len.saturating_sub(max_bytes as u64);
+    let mut bytes = Vec::with_capacity(max_bytes.min(1 << 20));
+    if file.seek(SeekFrom::Start(start)).is_err()
+        || file.take(max_bytes as u64).read_to_end(&mut bytes).is_err()
+    {
+        return String::new();
+    }
+    let mut slice = &bytes[..];
     if start > 0 {
         if let Some(nl) = slice.iter().position(|b| *b == b'\n') {
             slice = &slice[nl + 1..];

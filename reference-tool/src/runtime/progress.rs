@@ -278,4 +278,62 @@ mod tests {
         assert_eq!(a.changed_at_ms, b.changed_at_ms);
         assert_eq!(b.progress.total, Some(9));
     }
+
+    const BAR_CHILD_ENV: &str = "REFTOOL_TEST_PROGRESS_BAR_CHILD";
+
+    /// The reporting process of `a_bar_is_drawn_on_a_terminal_and_nothing_otherwise`.
+    #[test]
+    fn bar_child_process() {
+        if std::env::var_os(BAR_CHILD_ENV).is_none() {
+            return;
+        }
+        let mut r = ProgressReporter::new(None).strict(true);
+        for done in 1..=10 {
+            r.report(done, Some(10), Some("rows")).unwrap();
+            std::thread::sleep(Duration::from_millis(40));
+        }
+    }
+
+    fn run_bar_child(stderr: std::process::Stdio) -> std::process::Child {
+        std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["runtime::progress::tests::bar_child_process", "--exact", "-q", "--nocapture"])
+            .env(BAR_CHILD_ENV, "1")
+            .env("TERM", "xterm")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(stderr)
+            .spawn()
+            .unwrap()
+    }
+
+    #[test]
+    fn a_bar_is_drawn_on_a_terminal_and_nothing_otherwise() {
+        use std::io::Read;
+        let pty = nix::pty::openpty(None, None).unwrap();
+        let mut child = run_bar_child(std::process::Stdio::from(pty.slave));
+        let mut master = std::fs::File::from(pty.master);
+        let reader = std::thread::spawn(move || {
+            let mut seen = Vec::new();
+            let mut buf = [0u8; 4096];
+            // The read fails with EIO once the child (the last holder of the slave) is gone.
+            while let Ok(n) = master.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                seen.extend_from_slice(&buf[..n]);
+            }
+            seen
+        });
+        assert!(child.wait().unwrap().success());
+        let on_tty = String::from_utf8_lossy(&reader.join().unwrap()).into_owned();
+        assert!(on_tty.contains("/10") && on_tty.contains("rows"), "{on_tty:?}");
+
+        let out = run_bar_child(std::process::Stdio::piped()).wait_with_output().unwrap();
+        assert!(out.status.success());
+        assert!(
+            out.stderr.is_empty(),
+            "nothing on a pipe: {:?}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }
