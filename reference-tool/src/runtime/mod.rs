@@ -46,7 +46,8 @@
 //!    arguments after argv\[0\], the cwd, the version, the stdin digest, the caller's
 //!    `--idempotency-key`, the instance; for a writer
 //!    [`identity::InvocationIdentity::with_effective_key`].
-//! 5. [`jobs::JobStore::create_or_attach`] with `owner = ProcessIdentity::current()`,
+//! 5. [`wake::claim`] (= [`jobs::JobStore::create_or_attach`], but never attaching to a job
+//!    with a pending cancel; deadline = the budget's) with `owner = ProcessIdentity::current()`,
 //!    `lifetime_ms` = `--timeout` or `max_lifetime_ms` (default
 //!    [`jobs::DEFAULT_MAX_LIFETIME_MS`]), `idle_timeout_ms` (default
 //!    [`jobs::DEFAULT_IDLE_TIMEOUT_MS`]), the spool. Then by [`jobs::Claim`]:
@@ -89,7 +90,9 @@
 //! instance; [`wake::wait_for_job_interruptible`]. `job status <id>`: [`jobs::JobStore::get`]
 //! (never waits). `job cancel <id>`: [`jobs::JobStore::request_cancel`]: `Cancelled` /
 //! `Cancelling` → exit 0; [`jobs::JobError::JobEnded`] → PRECONDITION 4 `JOB_ENDED`;
-//! `NotFound` → NOT_FOUND 5.
+//! `NotFound` → NOT_FOUND 5. After `Cancelling`, waiting briefly for the job's end
+//! ([`wake::wait_for_job`]) lets the answer say `cancelled`. A front's own
+//! [`jobs::JobStore::set_owner`] may meet `JobEnded` (the worker was faster): ignore it.
 //!
 //! **Answering from a job** ([`jobs::JobView`]): `outcome.response` present → print it
 //! verbatim with `outcome.exit_code`; `outcome.failure` present → an error envelope with

@@ -138,6 +138,32 @@ pub fn wait_for_job_interruptible(
     }
 }
 
+/// [`JobStore::create_or_attach`], except that a running job with a pending cancel is not
+/// attached to: the call waits (until `deadline`) for that job to end and then claims again,
+/// so "cancel, then the identical invocation starts from the beginning" holds even while the
+/// worker has not yet reached its next safe point. If the deadline comes first, the
+/// `Attached` claim is returned as is.
+pub fn claim(
+    store: &JobStore,
+    conn: &Connection,
+    new: super::jobs::NewJob,
+    deadline: Option<Instant>,
+) -> Result<super::jobs::Claim, JobError> {
+    use super::jobs::Claim;
+    loop {
+        let claim = store.create_or_attach(conn, new.clone())?;
+        let Claim::Attached(view) = &claim else { return Ok(claim) };
+        if !view.cancel_requested || deadline.is_some_and(|d| Instant::now() >= d) {
+            return Ok(claim);
+        }
+        let instance = view.record.instance.clone();
+        let id = view.record.job_id.clone();
+        if let WaitOutcome::Pending(_) = wait_for_job(store, conn, &instance, &id, deadline)? {
+            return Ok(claim);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -263,6 +289,36 @@ mod tests {
         });
         assert!(matches!(out, WaitOutcome::Pending(_)), "{out:?}");
         assert!(start.elapsed() < Duration::from_secs(3), "{:?}", start.elapsed());
+    }
+
+    #[test]
+    fn a_claim_does_not_attach_to_a_job_being_cancelled() {
+        let f = Fixture::new();
+        let me = ProcessIdentity::current().unwrap();
+        let job = create(&f, me, &["cc"]);
+        let id = job.record.job_id.clone();
+        let conn = f.conn();
+        assert_eq!(
+            f.store.request_cancel(&conn, "default", &id).unwrap(),
+            crate::runtime::jobs::CancelOutcome::Cancelling
+        );
+        let claimed = std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(Duration::from_millis(200));
+                f.store.finish_cancelled(&f.conn(), "default", &id).unwrap();
+            });
+            claim(
+                &f.store,
+                &conn,
+                new_job(identity(&["cc"], "default"), me),
+                Some(Instant::now() + Duration::from_secs(20)),
+            )
+            .unwrap()
+        });
+        match claimed {
+            Claim::Created(v) => assert_ne!(v.record.job_id, id),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
