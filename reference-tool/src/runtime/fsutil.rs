@@ -20,6 +20,22 @@ pub fn now_ms() -> u64 {
 
 /// Writes `bytes` to `path` atomically (temp file in the same directory + fsync + rename).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_atomic_with(path, bytes, Durability::Durable)
+}
+
+/// Whether an atomic write also survives a power loss.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// fsync the data before the rename and the directory after it: job records, outcomes,
+    /// checkpoints.
+    Durable,
+    /// Rename only: still atomic for every reader and against `kill -9`, but a power loss may
+    /// lose it. For progress, rewritten many times a second and worthless after a reboot.
+    Volatile,
+}
+
+/// [`write_atomic`] with a choice of [`Durability`].
+pub fn write_atomic_with(path: &Path, bytes: &[u8], durability: Durability) -> io::Result<()> {
     let dir = path
         .parent()
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no parent"))?;
@@ -34,14 +50,19 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
         suffix.iter().map(|b| format!("{b:02x}")).collect::<String>()
     );
     let tmp = dir.join(tmp_name);
+    let durable = durability == Durability::Durable;
     let result = (|| {
         let mut file = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
         file.write_all(bytes)?;
-        file.sync_all()?;
+        if durable {
+            file.sync_all()?;
+        }
         std::fs::rename(&tmp, path)?;
-        // Persist the rename itself; a failure here is not worth failing the write for.
-        if let Ok(d) = File::open(dir) {
-            let _ = d.sync_all();
+        if durable {
+            // Persist the rename itself; a failure here is not worth failing the write for.
+            if let Ok(d) = File::open(dir) {
+                let _ = d.sync_all();
+            }
         }
         Ok(())
     })();

@@ -1,7 +1,8 @@
 //! Progress reporting (REQ-C-034): `progress(done, total?, unit?)`.
 //!
 //! A [`ProgressReporter`] keeps the latest values and persists them to the job's
-//! `progress.json` ([`ProgressFile`], written atomically), throttled to at most one write per
+//! `progress.json` ([`ProgressFile`], written atomically, without fsync: it is rewritten
+//! often and worthless after a power loss), throttled to at most one write per
 //! [`WRITE_INTERVAL`] while the count grows, plus a final write in [`ProgressReporter::flush`].
 //! A handler may therefore report on every chunk. Each write wakes `job wait` (inotify).
 //!
@@ -23,7 +24,7 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::{Deserialize, Serialize};
 
-use super::fsutil::{now_ms, read_json, write_json_atomic};
+use super::fsutil::{Durability, now_ms, read_json, write_atomic_with};
 
 /// Set to `1` to turn framework contract slips (a decreasing `done`) into errors.
 pub const TEST_MODE_ENV: &str = "REFTOOL_TEST_MODE";
@@ -194,7 +195,9 @@ impl ProgressReporter {
                 updated_at_ms: now_ms(),
                 changed_at_ms: self.changed_at_ms,
             };
-            write_json_atomic(path, &file).map_err(|e| ProgressError::Io(e.to_string()))?;
+            let bytes = serde_json::to_vec(&file).map_err(|e| ProgressError::Io(e.to_string()))?;
+            write_atomic_with(path, &bytes, Durability::Volatile)
+                .map_err(|e| ProgressError::Io(e.to_string()))?;
         }
         self.last_write = Some(Instant::now());
         self.dirty = false;
