@@ -172,3 +172,121 @@ impl<'a> JobContext<'a> {
         store.commit_with(tx, state, done, &mut self.stop)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::checkpoint::Restored;
+    use crate::runtime::incomplete::{IncompleteData, IncompleteState, paused, tool_prefix};
+    use crate::runtime::jobs::tests::{Fixture, identity, new_job};
+    use crate::runtime::jobs::{Claim, JobOutcome, JobStatus, PauseOutcome};
+    use crate::runtime::process::ProcessIdentity;
+    use std::ffi::OsString;
+    use std::time::Duration;
+
+    #[derive(Debug, Default, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+    struct Sum {
+        next: u64,
+        sum: u64,
+    }
+
+    const ITEMS: u64 = 40;
+
+    enum Answer {
+        Incomplete(IncompleteData),
+        Done { job: String, sum: u64 },
+    }
+
+    /// A resume-only command's front process, composed the way the framework will.
+    fn run_front(f: &Fixture, budget: Duration) -> Answer {
+        let conn = f.conn();
+        let argv: Vec<OsString> = vec!["reftool".into(), "sum".into(), "items.txt".into()];
+        let view = match f
+            .store
+            .create_or_attach(
+                &conn,
+                new_job(identity(&["items.txt"], "default"), ProcessIdentity::current().unwrap()),
+            )
+            .unwrap()
+        {
+            Claim::Created(v) | Claim::Resumed(v) => v,
+            other => panic!("{other:?}"),
+        };
+        let id = view.record.job_id.clone();
+        let stop =
+            JobContext::standard_stop(&f.store, &conn, &view, None, Some(Instant::now() + budget));
+        let mut ctx = JobContext::new(&f.store, view, stop);
+        let cp = ctx.file_checkpoints("items-v1");
+        let restored: Restored<Sum> = cp.restore().unwrap();
+        ctx.resume_from(restored.done).unwrap();
+        let mut state = restored.state.unwrap_or_default();
+        while state.next < ITEMS {
+            std::thread::sleep(Duration::from_millis(10));
+            state.sum += state.next;
+            state.next += 1;
+            ctx.progress(state.next, Some(ITEMS), Some("items")).unwrap();
+            if let Flow::Stop(reason) = ctx.checkpoint(&cp, &state, state.next).unwrap() {
+                assert_eq!(reason, StopReason::Budget);
+                assert_eq!(f.store.pause(&conn, "default", &id).unwrap(), PauseOutcome::Paused);
+                let tool = tool_prefix(argv[0].as_os_str(), None);
+                return Answer::Incomplete(paused(
+                    &argv,
+                    &tool,
+                    &id,
+                    ctx.latest_progress().clone(),
+                    None,
+                ));
+            }
+        }
+        cp.remove().unwrap();
+        f.store
+            .finish(
+                &conn,
+                "default",
+                &id,
+                &JobOutcome::finished(0, serde_json::json!({"sum": state.sum})),
+            )
+            .unwrap();
+        Answer::Done { job: id.to_string(), sum: state.sum }
+    }
+
+    #[test]
+    fn paused_work_continues_with_the_same_job_and_growing_progress() {
+        let f = Fixture::new();
+        let mut job_ids = std::collections::HashSet::new();
+        let mut last_done = 0;
+        let mut hops = 0;
+        let (job, sum) = loop {
+            match run_front(&f, Duration::from_millis(80)) {
+                Answer::Incomplete(data) => {
+                    assert_eq!(data.state, IncompleteState::Paused);
+                    assert_eq!(data.continue_command, "reftool sum items.txt");
+                    assert!(data.progress.done >= last_done, "never decreasing");
+                    assert!(data.progress.done > 0);
+                    last_done = data.progress.done;
+                    job_ids.insert(data.job_id);
+                    hops += 1;
+                    assert!(hops < 100);
+                }
+                Answer::Done { job, sum } => break (job, sum),
+            }
+        };
+        assert!(hops >= 2, "the budget really interrupted the work ({hops} hops)");
+        assert_eq!(sum, (0..ITEMS).sum::<u64>(), "no item lost or counted twice");
+        assert_eq!(job_ids.len(), 1);
+        assert!(job_ids.contains(&job), "one job across every continuation");
+        let view = f
+            .store
+            .get(&f.conn(), "default", &crate::runtime::ids::JobId::parse(&job).unwrap())
+            .unwrap();
+        assert_eq!((view.status, view.progress.done), (JobStatus::Succeeded, ITEMS));
+        // After completion the identical invocation starts fresh: a new job, from zero.
+        match run_front(&f, Duration::from_millis(30)) {
+            Answer::Incomplete(data) => {
+                assert_ne!(data.job_id, job);
+                assert!(data.progress.done < ITEMS / 2, "{:?}", data.progress);
+            }
+            Answer::Done { .. } => panic!("a fresh run cannot finish within 30 ms"),
+        }
+    }
+}
