@@ -33,7 +33,8 @@
 //!
 //! 1. [`discover`]: `TOOL manifest` once, accepted bare or wrapped in an envelope; it tells
 //!    which commands are interruptible and which write. conform refuses to run a mutating or
-//!    destructive command that the profile does not name in a role.
+//!    destructive command that the profile does not name in a role (the `job` built-ins
+//!    aside: they only touch jobs the scenario started in its own sandbox).
 //! 2. [`scenario`] and [`plan`]: the catalogue compiled into the binary, filtered; scenarios
 //!    whose roles the profile lacks are skipped with the reason.
 //! 3. [`calibrate`]: each role a scenario needs runs once with `--budget 0`; its duration D and

@@ -104,6 +104,11 @@ pub struct RunStep {
     /// Send a signal to the step's process group this long after the start.
     #[serde(default)]
     pub kill_group: Option<KillGroup>,
+    /// Run the tool through a symbolic link in this directory (relative to the sandbox, e.g.
+    /// `"odd dir/it's \"here\""`), so that its `argv[0]` holds spaces and quotes: a command
+    /// line the tool builds from it must quote it to work.
+    #[serde(default)]
+    pub tool_dir: Option<String>,
     /// conform's own bound on the step (duration expression); the process group is killed
     /// after it. Default: generous, derived from the calibration when there is one.
     #[serde(default)]
@@ -738,6 +743,15 @@ fn validate(s: &Scenario) -> Result<(), String> {
                 if r.stdin.is_some() && r.stdin_text.is_some() {
                     return Err(format!(
                         "step `{name}`: `stdin` and `stdin_text` exclude each other"
+                    ));
+                }
+                if let Some(dir) = &r.tool_dir
+                    && (dir.is_empty()
+                        || dir.starts_with('/')
+                        || dir.split('/').any(|part| part == ".." || part == "."))
+                {
+                    return Err(format!(
+                        "step `{name}`: `tool_dir` must be a relative path without . or .."
                     ));
                 }
                 if r.count == Some(0) {
