@@ -34,6 +34,11 @@ use crate::outcome::{
 };
 use crate::redact::{Redactor, job_ids_in_command};
 
+/// How the note about a newly written snapshot begins (reporters summarize these).
+pub const NOTE_WRITTEN: &str = "new snapshot written: ";
+/// How the note about a rewritten snapshot begins.
+pub const NOTE_UPDATED: &str = "snapshot updated: ";
+
 /// The snapshot directory and whether to rewrite it.
 #[derive(Debug, Clone)]
 pub struct SnapshotStore {
@@ -213,10 +218,10 @@ impl SnapshotStore {
                     .at_step(&step.name),
                 ),
                 Comparison::Written => {
-                    notes.push(format!("new snapshot written: {}", path.display()));
+                    notes.push(format!("{NOTE_WRITTEN}{}", path.display()));
                 }
                 Comparison::Updated => {
-                    notes.push(format!("snapshot updated: {}", path.display()));
+                    notes.push(format!("{NOTE_UPDATED}{}", path.display()));
                 }
             }
         }

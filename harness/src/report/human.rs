@@ -7,6 +7,7 @@ use super::{Collector, RunReport, Sink, human_duration};
 use crate::event::{Event, ReportError, Reporter};
 use crate::exit;
 use crate::outcome::{BaselineMark, ScenarioResult, Status, StepRecord, Verdict};
+use crate::snapshot;
 
 /// How many lines of a step's stderr the failure section shows.
 pub const STDERR_LINES: usize = 8;
@@ -121,9 +122,6 @@ pub fn render(report: &RunReport, colour: bool) -> String {
                 (_, None) => human_duration(r.duration_ms),
             };
             let _ = writeln!(out, " {}", tail.trim_end());
-            for note in &r.notes {
-                let _ = writeln!(out, "         {} {note}", p.dim("note:"));
-            }
         }
     }
 
@@ -138,8 +136,43 @@ pub fn render(report: &RunReport, colour: bool) -> String {
             render_failure(&mut out, p, r);
         }
     }
+    render_notes(&mut out, p, report);
     render_summary(&mut out, p, report);
     out
+}
+
+/// How many scenario ids a note lists before it only counts them.
+const NOTE_IDS: usize = 3;
+
+/// Advisory notes, each once with the scenarios it concerns; snapshot writes as counts.
+fn render_notes(out: &mut String, p: Paint, report: &RunReport) {
+    let mut notes: Vec<(&str, Vec<&str>)> = Vec::new();
+    let (mut written, mut updated) = (0, 0);
+    for r in &report.results {
+        for note in &r.notes {
+            if note.starts_with(snapshot::NOTE_WRITTEN) {
+                written += 1;
+            } else if note.starts_with(snapshot::NOTE_UPDATED) {
+                updated += 1;
+            } else if let Some((_, ids)) = notes.iter_mut().find(|(n, _)| n == note) {
+                ids.push(&r.id);
+            } else {
+                notes.push((note, vec![&r.id]));
+            }
+        }
+    }
+    if notes.is_empty() && written + updated == 0 {
+        return;
+    }
+    let _ = writeln!(out, "\n{}", p.bold("Notes"));
+    for (note, ids) in notes {
+        let whom =
+            if ids.len() <= NOTE_IDS { ids.join(", ") } else { format!("{} scenarios", ids.len()) };
+        let _ = writeln!(out, "  {note} {}", p.dim(&format!("({whom})")));
+    }
+    if written + updated > 0 {
+        let _ = writeln!(out, "  snapshots: {written} written, {updated} updated");
+    }
 }
 
 fn render_failure(out: &mut String, p: Paint, r: &ScenarioResult) {

@@ -90,6 +90,7 @@ fn ok_envelope() -> Value {
 /// diff), skip, harness error, a `should` failure, a `may` pass.
 pub fn sample_results() -> Vec<ScenarioResult> {
     let mut manifest = result("manifest-valid", "REQ-C-033", Level::Must, Status::Pass);
+    manifest.notes = vec!["calibrated role `detach`: 2 s".to_owned()];
     manifest.steps = vec![step("manifest", &["./mytool", "manifest"], 0, Some(ok_envelope()))];
 
     let mut budget = result("budget-flag-beats-env", "REQ-F-080", Level::Must, Status::Fail);
@@ -135,7 +136,11 @@ pub fn sample_results() -> Vec<ScenarioResult> {
             .actual("done = 12")
             .at_step("continue-2"),
     ];
-    progress.notes = vec!["`error.retryable` of `job wait` taken from its own entry".to_owned()];
+    progress.notes = vec![
+        "`error.retryable` of `job wait` taken from its own entry".to_owned(),
+        "calibrated role `detach`: 2 s".to_owned(),
+        format!("{}snaps/progress-monotonic/call.json", conform::snapshot::NOTE_WRITTEN),
+    ];
     progress.steps = vec![step("continue-2", &["sh", "-c", "./mytool job wait j-1"], 14, None)];
 
     vec![manifest, budget, pty, pipes, cancel, progress]
