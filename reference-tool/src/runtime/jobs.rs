@@ -965,12 +965,14 @@ impl JobStore {
         };
         let mut removed = 0;
         for (job_id, instance) in expired {
+            // The row goes first: a crash in between leaves an orphan directory (harmless),
+            // never a row whose files are gone.
+            removed +=
+                conn.execute("DELETE FROM reftool_jobs WHERE job_id = ?1", params![job_id])?;
             // Only a well-formed id ever becomes a path.
             if let Ok(id) = JobId::parse(&job_id) {
                 let _ = std::fs::remove_dir_all(self.job_dir(&instance, &id));
             }
-            removed +=
-                conn.execute("DELETE FROM reftool_jobs WHERE job_id = ?1", params![job_id])?;
         }
         // Spools whose front died before creating its job.
         if let Ok(instances) = std::fs::read_dir(self.state_dir.join("jobs")) {
