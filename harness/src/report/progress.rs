@@ -45,7 +45,7 @@ impl ProgressReporter {
     pub fn bar(target: ProgressDrawTarget) -> Self {
         let bar = ProgressBar::with_draw_target(Some(0), target);
         if let Ok(style) =
-            ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg}")
+            ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {wide_msg}")
         {
             bar.set_style(style.progress_chars("=> "));
         }
