@@ -27,7 +27,8 @@
 //!   learned about it);
 //! * an entry naming a scenario conform does not know is a bad invocation
 //!   ([`Baseline::check_known`], exit `ARG_ERROR`), as is an unreadable or malformed file
-//!   (reported with line and column), an empty reason, or a scenario listed twice.
+//!   (reported with line and column), an empty scenario id or reason, or a scenario listed
+//!   twice. `schemas/baseline.json` describes the file's shape.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -186,6 +187,11 @@ impl Baseline {
         };
         let mut seen: Vec<&str> = Vec::new();
         for entry in &file.expected_failures {
+            if entry.scenario.trim().is_empty() {
+                return Err(error(BaselineErrorKind::Invalid(
+                    "an entry has an empty scenario id".to_owned(),
+                )));
+            }
             if entry.reason.trim().is_empty() {
                 return Err(error(BaselineErrorKind::Invalid(format!(
                     "the entry for `{}` has an empty reason; say why the failure is accepted",

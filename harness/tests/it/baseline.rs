@@ -181,3 +181,32 @@ fn load_reads_files_and_reports_missing_ones() {
     assert!(matches!(err.kind, BaselineErrorKind::Read(_)));
     assert!(err.to_string().starts_with("failed to read the baseline"), "{err}");
 }
+
+/// `schemas/baseline.json` and the parser agree on what a baseline file may hold.
+#[test]
+fn the_schema_and_the_parser_agree() {
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../schemas/baseline.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let cases = [
+        (TOML, true),
+        ("", true),
+        ("expected_failures = []\n", true),
+        ("[[expected_failures]]\nscenario = \"a\"\n", false),
+        ("[[expected_failures]]\nscenario = \"a\"\nreason = \" \"\n", false),
+        ("[[expected_failures]]\nscenario = \"a\"\nreason = \"r\"\nwhy = \"x\"\n", false),
+        ("[[expected_failures]]\nscenario = \"\"\nreason = \"r\"\n", false),
+        ("expected = []\n", false),
+    ];
+    for (text, valid) in cases {
+        let as_json: serde_json::Value = toml::from_str(text).unwrap();
+        assert_eq!(validator.is_valid(&as_json), valid, "schema on {text:?}");
+        let parsed = parse(text, Syntax::Toml);
+        assert_eq!(parsed.is_ok(), valid, "parser on {text:?}: {parsed:?}");
+    }
+}
