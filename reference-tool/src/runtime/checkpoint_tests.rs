@@ -140,6 +140,8 @@ fn writer_child_process() {
             cp.commit_with(tx, &State { offset: next }, next, &mut stop).unwrap(),
             Flow::Continue
         );
+        // Paced so that a run lasts about a second and the kills land mid-work.
+        std::thread::sleep(Duration::from_millis(2));
     }
 }
 
@@ -164,7 +166,7 @@ fn kill_9_at_any_instant_neither_loses_nor_repeats_a_unit() {
     };
     let mut kills = 0;
     let mut finished = false;
-    for _ in 0..12 {
+    for _ in 0..20 {
         let mut child = run();
         let mut r = [0u8; 1];
         getrandom::fill(&mut r).unwrap();
