@@ -149,6 +149,19 @@ pub fn check_one(expect: &Expect, obs: &Observation, resolve: &dyn Resolve) -> V
         }
     }
 
+    if obs.outcome.termination == Termination::TimedOut {
+        findings.push(
+            Finding::new(
+                "timeout",
+                format!(
+                    "the step outlived conform's limit and its process group was killed after {} ms",
+                    millis(obs.outcome.elapsed)
+                ),
+            )
+            .expected("the command ends by itself")
+            .actual("still running at the limit"),
+        );
+    }
     let needs_json = expect.schema.is_some()
         || !expect.json.is_empty()
         || expect.matches_calibrated == Some(true)

@@ -136,7 +136,7 @@
 //! `pty`) or `stdin_text`, `instance` (selects an instance the profile's way; tag the scenario
 //! `instance`), `count` (that many identical copies at once), `kill_group = { after, signal }`
 //! (a signal to the step's process group, default `TERM`, even after its leader exited),
-//! `limit` (conform's own bound; default max(3 × D + 30 s, 60 s)), `expect`. `continue` and
+//! `limit` (conform's own bound; default max(3 × D + 30 s, 30 s)), `expect`. `continue` and
 //! `cancel` run with the `from` step's environment plus their own `env` / `env_remove`.
 //!
 //! ### Templates and durations
@@ -169,7 +169,8 @@
 //! | `same`               | these pointers have one value across all responses of the step (copies, hops) | `same-value` |
 //! | `manifest_rules`     | the manifest keeps these registration rules: `detach-or-resume`, `incomplete-entry`, `incomplete-entry-shape`, `not-async-or-streaming`, `resumable-writer-has-key`, `budget-flag-only-when-interruptible` | `manifest-rule` |
 //!
-//! Beside them the runner reports `continue-loop` (the hop limit was reached),
+//! Beside them the runner reports `timeout` (a step outlived its limit and was killed),
+//! `continue-loop` (the hop limit was reached),
 //! `missing-command` (no `continue_command` / `cancel_command` to run), `kill-worker` (no
 //! worker found) and `leaked-process` (a marked process outlived the scenario and its cancels).
 //!

@@ -37,7 +37,7 @@ use crate::scenario::{
 /// How long workers get to stop after their jobs were cancelled, before the sweep.
 pub const CLEANUP_GRACE: Duration = Duration::from_secs(5);
 /// Default bound on a step without calibration.
-pub const DEFAULT_STEP_LIMIT: Duration = Duration::from_secs(60);
+pub const DEFAULT_STEP_LIMIT: Duration = Duration::from_secs(30);
 /// Bound on a calibration run.
 pub const CALIBRATION_LIMIT: Duration = Duration::from_secs(600);
 /// Bound on a setup command.
@@ -168,6 +168,17 @@ impl Engine {
         let response = checks::parse_stdout(&outcome).map_err(|p| {
             format!("calibration of role `{role_name}` (--budget 0) gave no JSON response: {p:?}")
         })?;
+        // A role is work that succeeds; a failing one is a profile (or tool) problem that
+        // would make every comparison meaningless.
+        if exit_code != 0 {
+            let detail = response
+                .pointer("/error/message")
+                .and_then(Value::as_str)
+                .unwrap_or("no error message");
+            return Err(format!(
+                "calibration of role `{role_name}` (--budget 0) exited {exit_code}: {detail}; check the role's argv, fixtures and setup"
+            ));
+        }
         Ok(Calibration {
             role: role_name.to_owned(),
             duration: outcome.elapsed,

@@ -156,3 +156,57 @@ fn junit_and_markdown_reports_are_written() {
     assert!(xml.contains("manifest-valid"), "{xml}");
     assert!(std::fs::read_to_string(&md).unwrap().contains("REQ-C-033"));
 }
+
+#[test]
+fn a_tool_printing_prose_fails_with_the_evidence() {
+    let dir = tempfile::tempdir().unwrap();
+    let tool = dir.path().join("prose");
+    std::fs::write(&tool, "#!/bin/sh\necho 'Hello! I am a friendly tool.'\nexit 0\n").unwrap();
+    let mut perms = std::fs::metadata(&tool).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(&tool, perms).unwrap();
+    let out = conform()
+        .current_dir(dir.path())
+        .arg("run")
+        .arg(&tool)
+        .args(["--only", "manifest-valid", "--format", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 80);
+    let report = stdout_json(&out);
+    assert_eq!(findings_of(&report, "manifest-valid"), ["stdout-not-json"]);
+    let evidence = &report["data"]["scenarios"][0]["evidence"][0];
+    assert!(evidence["stdout"]["text"].as_str().unwrap().contains("friendly tool"), "{evidence:#}");
+}
+
+/// conform refuses to run a writing command the profile did not name, even when a scenario
+/// asks for it: the scenario is a harness error, and the tool never sees the call.
+#[test]
+fn a_destructive_command_outside_the_profile_is_never_run() {
+    use conform::profile::Profile;
+    use conform::run::Engine;
+    use conform::scenario::parse_scenario;
+
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("calls.log");
+    let profile_path = dir.path().join("conform.toml");
+    let profile_text = format!("[tool]\nenv = {{ FAKETOOL_LOG = \"{}\" }}\n", log.display());
+    let profile = Profile::parse(&profile_path, &profile_text).unwrap();
+    let engine = Engine::new(faketool(), profile, false);
+    let scenario = parse_scenario(
+        "REQ-F-004/wipe.toml",
+        "id = \"wipe\"\nrequirement = \"REQ-F-004\"\ncriterion = \"c\"\nlevel = \"must\"\n\
+         [[steps]]\naction = \"run\"\nname = \"wipe\"\nargs = [\"wipe\"]\nexpect = { exit = 0 }\n",
+    )
+    .unwrap();
+    let result = engine.run_scenario(&scenario);
+    match &result.status {
+        conform::outcome::Status::Error { message } => {
+            assert!(message.contains("refusing to run `wipe`"), "{message}");
+        }
+        other => panic!("expected a harness error, got {other:?}"),
+    }
+    let calls = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(calls.lines().all(|l| l == "manifest"), "the tool saw: {calls}");
+    assert!(calls.contains("manifest"), "discovery must have run: {calls:?}");
+}
