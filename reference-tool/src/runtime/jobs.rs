@@ -58,7 +58,7 @@ use super::fsutil::{now_ms, read_json, tail, write_json_atomic};
 use super::identity::{IdentityKey, InvocationIdentity, digest_file};
 use super::ids::{JobId, JobIdError, instance_dir_name};
 use super::process::ProcessIdentity;
-use super::progress::{Progress, ProgressFile};
+use super::progress::{PROGRESS_FILE, Progress, ProgressFile};
 
 /// Default `idle_timeout_ms`: a job whose `done` has not changed this long is stalled.
 pub const DEFAULT_IDLE_TIMEOUT_MS: u64 = 300_000;
@@ -737,6 +737,13 @@ impl JobStore {
                              owner_start_time = ?3 WHERE job_id = ?1",
                         params![id.as_str(), new.owner.pid, to_i64(new.owner.start_time)],
                     )?;
+                    // The idle clock restarts: the time spent paused is nobody's silence.
+                    let restarted = ProgressFile {
+                        progress: view.progress.clone(),
+                        updated_at_ms: now,
+                        changed_at_ms: now,
+                    };
+                    write_json_atomic(&view.dir.join(PROGRESS_FILE), &restarted)?;
                     let row = Self::read_row(&tx, instance, &id)?
                         .ok_or_else(|| JobError::NotFound(active.clone()))?;
                     let view = self.view(instance, &id, &row)?;

@@ -411,3 +411,32 @@ fn argv_with_any_bytes_round_trips_through_the_record() {
         nj.argv
     );
 }
+
+#[test]
+fn time_spent_paused_does_not_count_as_silence() {
+    let f = Fixture::new();
+    let conn = f.conn();
+    let mut nj = new_job(identity(&["idle"], "default"), me());
+    nj.idle_timeout_ms = 300;
+    let job = created(f.store.create_or_attach(&conn, nj.clone()).unwrap());
+    let mut reporter =
+        super::super::progress::ProgressReporter::new(Some(job.dir.clone())).strict(true);
+    reporter.report(3, None, None).unwrap();
+    f.store.pause(&conn, "default", &job.record.job_id).unwrap();
+    std::thread::sleep(Duration::from_millis(450));
+    assert_eq!(
+        f.store.get(&conn, "default", &job.record.job_id).unwrap().status,
+        JobStatus::Paused
+    );
+    match f.store.create_or_attach(&conn, nj).unwrap() {
+        Claim::Resumed(v) => assert_eq!(v.progress.done, 3, "progress survives the pause"),
+        other => panic!("{other:?}"),
+    }
+    let view = f.store.get(&conn, "default", &job.record.job_id).unwrap();
+    assert_eq!(view.status, JobStatus::Running, "the idle clock restarted on resume");
+    std::thread::sleep(Duration::from_millis(450));
+    assert_eq!(
+        f.store.get(&conn, "default", &job.record.job_id).unwrap().status,
+        JobStatus::Stalled
+    );
+}
