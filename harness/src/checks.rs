@@ -13,7 +13,7 @@ use crate::discover::{check_rule, compact};
 use crate::exec::{Outcome, Termination};
 use crate::outcome::{Finding, StepRecord, millis};
 use crate::redact::Redactor;
-use crate::scenario::{Expect, PointerCheck, template_vars};
+use crate::scenario::{Expect, PointerCheck, Stream, template_vars};
 use crate::schemas;
 
 /// After the process exited, stdout and stderr must reach end-of-file within this long for the
@@ -233,6 +233,23 @@ pub fn check_one(expect: &Expect, obs: &Observation, resolve: &dyn Resolve) -> V
                 .expected("end-of-file on stdout and stderr when the command returns")
                 .actual(format!("still open after the exit at {} ms", millis(obs.outcome.elapsed))),
             ),
+        }
+    }
+    for stream in &expect.no_ansi {
+        let (label, captured) = match stream {
+            Stream::Stdout => ("stdout", &obs.outcome.stdout),
+            Stream::Stderr => ("stderr", &obs.outcome.stderr),
+        };
+        if let Some(at) = captured.bytes.windows(2).position(|w| w == b"\x1b[") {
+            let from = at.saturating_sub(40);
+            let excerpt =
+                String::from_utf8_lossy(&captured.bytes[from..(at + 40).min(captured.bytes.len())])
+                    .replace('\x1b', "\\e");
+            findings.push(
+                Finding::new("ansi", format!("{label} holds an ANSI escape sequence at byte {at}"))
+                    .expected(format!("plain text on {label}"))
+                    .actual(excerpt),
+            );
         }
     }
     if expect.progress_monotonic == Some(true) {

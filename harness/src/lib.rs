@@ -136,7 +136,12 @@
 //! `pty`) or `stdin_text`, `instance` (selects an instance the profile's way; tag the scenario
 //! `instance`), `count` (that many identical copies at once), `kill_group = { after, signal }`
 //! (a signal to the step's process group, default `TERM`, even after its leader exited),
-//! `limit` (conform's own bound; default max(3 × D + 30 s, 30 s)), `expect`. `continue` and
+//! `limit` (conform's own bound; default max(3 × D + 30 s, 30 s)), `tool_dir` (run the tool
+//! through a symbolic link in this sandbox directory, whose name may hold spaces, quotes and
+//! `$`: command lines the tool builds from its own path must quote it), `probe` (instead of a
+//! role: once for each kit probe of the profile, `read`, `invalid`, `destructive` as written,
+//! or `destructive-preview` with its dry-run flag; no such probes skips the scenario),
+//! `expect`. `continue` and
 //! `cancel` run with the `from` step's environment plus their own `env` / `env_remove`.
 //!
 //! ### Templates and durations
@@ -167,6 +172,7 @@
 //! | `matches_calibrated` | after redaction, `ok`, `data`, `error` and the exit code equal the role's `--budget 0` response | `calibrated-equality` |
 //! | `same_response_as`   | the same, against an earlier step's last response           | `same-response` |
 //! | `same`               | these pointers have one value across all responses of the step (copies, hops) | `same-value` |
+//! | `no_ansi`            | these streams (`stdout`, `stderr`) hold no ANSI escape       | `ansi` |
 //! | `manifest_rules`     | the manifest keeps these registration rules: `detach-or-resume`, `incomplete-entry`, `incomplete-entry-shape`, `not-async-or-streaming`, `resumable-writer-has-key`, `budget-flag-only-when-interruptible` | `manifest-rule` |
 //!
 //! Beside them the runner reports `timeout` (a step outlived its limit and was killed),

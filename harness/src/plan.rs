@@ -9,7 +9,7 @@
 //! that selects instances when the profile says not how.
 
 use crate::profile::Profile;
-use crate::scenario::{Catalogue, Scenario};
+use crate::scenario::{Catalogue, ProbeKind, Scenario};
 
 /// One scenario of the plan.
 #[derive(Debug, Clone)]
@@ -73,6 +73,19 @@ pub fn static_skip(s: &Scenario, profile: &Profile) -> Option<String> {
             Some(_) => format!("profile names no {names} {role_word}"),
             None => format!("no profile (conform.toml), so no {names} {role_word}"),
         });
+    }
+    for kind in s.probe_kinds() {
+        if crate::run::probe_argvs(profile, kind).is_empty() {
+            let kit = if matches!(kind, ProbeKind::DestructivePreview) {
+                "destructive"
+            } else {
+                kind.as_str()
+            };
+            return Some(match profile.path {
+                Some(_) => format!("profile names no kit `{kit}` probes"),
+                None => format!("no profile (conform.toml), so no kit `{kit}` probes"),
+            });
+        }
     }
     if s.tags.iter().any(|t| t == "instance") && !profile.selects_instances() {
         return Some(

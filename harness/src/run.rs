@@ -30,8 +30,8 @@ use crate::plan::Planned;
 use crate::profile::{Profile, Role};
 use crate::sandbox::{self, Sandbox};
 use crate::scenario::{
-    CONSTANT_SLACK, Expect, RunStep, Scenario, ShellStep, StdinKind, Step, Var, eval_duration,
-    signal_by_name, walk_template,
+    CONSTANT_SLACK, Expect, ProbeKind, RunStep, Scenario, ShellStep, StdinKind, Step, Var,
+    eval_duration, signal_by_name, walk_template,
 };
 
 /// How long workers get to stop after their jobs were cancelled, before the sweep.
@@ -360,6 +360,22 @@ fn skipped(s: &Scenario, reason: String) -> ScenarioResult {
     }
 }
 
+/// The argument lists of the profile's kit probes of one kind (a preview appends the probe's
+/// `dry_run_flag`).
+pub fn probe_argvs(profile: &Profile, kind: ProbeKind) -> Vec<Vec<String>> {
+    let kit = &profile.file.kit;
+    match kind {
+        ProbeKind::Read => kit.read.clone(),
+        ProbeKind::Invalid => kit.invalid.clone(),
+        ProbeKind::Destructive => kit.destructive.iter().map(|p| p.argv.clone()).collect(),
+        ProbeKind::DestructivePreview => kit
+            .destructive
+            .iter()
+            .map(|p| p.argv.iter().cloned().chain([p.dry_run_flag.clone()]).collect())
+            .collect(),
+    }
+}
+
 fn role_stdin(role: &Role) -> StdinMode {
     match (&role.stdin_text, role.stdin) {
         (Some(text), _) => StdinMode::Bytes(text.clone().into_bytes()),
@@ -528,6 +544,36 @@ impl ScenarioState<'_> {
     }
 
     fn run_tool(&mut self, r: &RunStep) -> Result<Vec<Finding>, String> {
+        let Some(kind) = r.probe else {
+            let prefix = match &r.role {
+                Some(name) => {
+                    let role = self.engine.profile.role(name);
+                    role.ok_or_else(|| format!("no role `{name}`"))?.argv.clone()
+                }
+                None => Vec::new(),
+            };
+            let indices = self.invoke(r, &prefix, None)?;
+            return Ok(self.judge(&r.name, &r.expect, &indices));
+        };
+        let probes = probe_argvs(&self.engine.profile, kind);
+        if probes.is_empty() {
+            return Err(format!("the profile names no kit `{}` probes", kind.as_str()));
+        }
+        let mut indices = Vec::new();
+        for (n, prefix) in probes.iter().enumerate() {
+            indices.extend(self.invoke(r, prefix, Some(n + 1))?);
+        }
+        Ok(self.judge(&r.name, &r.expect, &indices))
+    }
+
+    /// Runs `TOOL <prefix> <args> [flags]` (`count` copies at once) and records each copy;
+    /// `probe` numbers the observations of a probe step.
+    fn invoke(
+        &mut self,
+        r: &RunStep,
+        prefix: &[String],
+        probe: Option<usize>,
+    ) -> Result<Vec<usize>, String> {
         let engine = self.engine;
         let role = match &r.role {
             Some(name) => {
@@ -537,8 +583,9 @@ impl ScenarioState<'_> {
         };
         let args: Vec<String> = r.args.iter().map(|a| self.text(a)).collect::<Result<_, _>>()?;
         // The job built-ins only touch jobs this scenario started in its own sandbox; any other
-        // writing command must come from the profile.
+        // writing command must come from the profile (a role or a kit probe).
         if role.is_none()
+            && probe.is_none()
             && let Some((path, info)) = engine.commands.command_for_args(&args)
             && info.writes()
             && !path.starts_with("job.")
@@ -553,9 +600,7 @@ impl ScenarioState<'_> {
             None => engine.tool.clone(),
         };
         let mut argv: Vec<String> = vec![tool.display().to_string()];
-        if let Some(role) = role {
-            argv.extend(role.argv.iter().cloned());
-        }
+        argv.extend(prefix.iter().cloned());
         argv.extend(args);
         let mut env = self.base_env.clone();
         if let Some(role) = role {
@@ -624,10 +669,15 @@ impl ScenarioState<'_> {
         let mut indices = Vec::with_capacity(count);
         for (n, run) in running.into_iter().enumerate() {
             let outcome = run.wait().map_err(|e| e.to_string())?;
-            let name = if count == 1 { r.name.clone() } else { format!("{}#{}", r.name, n + 1) };
+            let name = match (probe, count) {
+                (None, 1) => r.name.clone(),
+                (None, _) => format!("{}#{}", r.name, n + 1),
+                (Some(p), 1) => format!("{}#{p}", r.name),
+                (Some(p), _) => format!("{}#{p}.{}", r.name, n + 1),
+            };
             indices.push(self.record(&r.name, name, &inv, outcome));
         }
-        Ok(self.judge(&r.name, &r.expect, &indices))
+        Ok(indices)
     }
 
     /// A symbolic link to the tool, under its own name, in `dir` inside the sandbox.

@@ -109,6 +109,10 @@ pub struct RunStep {
     /// line the tool builds from it must quote it to work.
     #[serde(default)]
     pub tool_dir: Option<String>,
+    /// Instead of a role: run once for each kit probe of this kind in the profile (in order;
+    /// `args` follow the probe's argv). A profile without such probes skips the scenario.
+    #[serde(default)]
+    pub probe: Option<ProbeKind>,
     /// conform's own bound on the step (duration expression); the process group is killed
     /// after it. Default: generous, derived from the calibration when there is one.
     #[serde(default)]
@@ -116,6 +120,32 @@ pub struct RunStep {
     /// What must hold.
     #[serde(default)]
     pub expect: Expect,
+}
+
+/// Which kit probes of the profile a step runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProbeKind {
+    /// `kit.read`: safe invocations.
+    Read,
+    /// `kit.invalid`: invocations that must be refused with ARG_ERROR.
+    Invalid,
+    /// `kit.destructive`, run as written: without confirmation.
+    Destructive,
+    /// `kit.destructive` with its `dry_run_flag` appended.
+    DestructivePreview,
+}
+
+impl ProbeKind {
+    /// The word used in scenario files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Read => "read",
+            Self::Invalid => "invalid",
+            Self::Destructive => "destructive",
+            Self::DestructivePreview => "destructive-preview",
+        }
+    }
 }
 
 /// `action = "continue"` / `"cancel"`: a command line taken from an earlier response.
@@ -205,6 +235,16 @@ impl ExitSpec {
             Self::AnyOf(v) => v.clone(),
         }
     }
+}
+
+/// A captured output stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Stream {
+    /// Standard output.
+    Stdout,
+    /// Standard error.
+    Stderr,
 }
 
 /// Wire-format schema names a response can be checked against.
@@ -339,6 +379,9 @@ pub struct Expect {
     /// The static registration rules the (manifest) response must keep.
     #[serde(default)]
     pub manifest_rules: Vec<ManifestRule>,
+    /// These streams (`stdout`, `stderr`) hold no ANSI escape sequence.
+    #[serde(default)]
+    pub no_ansi: Vec<Stream>,
 }
 
 impl Step {
@@ -437,6 +480,20 @@ fn expect_templates<'a>(e: &'a Expect, out: &mut Vec<&'a str>) {
 }
 
 impl Scenario {
+    /// The kinds of kit probe the scenario's steps run.
+    pub fn probe_kinds(&self) -> Vec<ProbeKind> {
+        let mut kinds: Vec<ProbeKind> = self
+            .steps
+            .iter()
+            .filter_map(|s| match s {
+                Step::Run(r) => r.probe,
+                _ => None,
+            })
+            .collect();
+        kinds.dedup();
+        kinds
+    }
+
     /// The primary role (the first named), whose calibration the variables refer to.
     pub fn primary_role(&self) -> Option<&str> {
         self.roles.first().map(String::as_str)
@@ -737,8 +794,11 @@ fn validate(s: &Scenario) -> Result<(), String> {
                         "step `{name}` uses role `{role}`, which the scenario does not list in `roles`"
                     ));
                 }
-                if r.role.is_none() && r.args.is_empty() {
-                    return Err(format!("step `{name}` names neither a role nor args"));
+                if r.role.is_none() && r.args.is_empty() && r.probe.is_none() {
+                    return Err(format!("step `{name}` names neither a role, a probe nor args"));
+                }
+                if r.role.is_some() && r.probe.is_some() {
+                    return Err(format!("step `{name}`: `role` and `probe` exclude each other"));
                 }
                 if r.stdin.is_some() && r.stdin_text.is_some() {
                     return Err(format!(

@@ -63,9 +63,20 @@ fn without_a_profile_the_quick_checks_run_and_pass() {
 fn role_scenarios_pass_with_a_profile() {
     let dir = tempfile::tempdir().unwrap();
     let profile = fake_profile(dir.path(), "");
-    let (code, report) = run_json(&["--only", "resume_reader", "-j", "2"], Some(&profile));
+    let (code, report) =
+        run_json(&["--only", "resume_reader", "--only", "kit", "-j", "2"], Some(&profile));
     assert_eq!(code, 0, "{report:#}");
-    for id in ["paused-continue-is-the-original-invocation", "progress-never-decreases"] {
+    for id in [
+        "paused-continue-is-the-original-invocation",
+        "progress-never-decreases",
+        "read-probes-end-with-stdin-closed",
+        "read-probes-end-with-stdin-open",
+        "read-probes-keep-ansi-off-stdout",
+        "no-color-is-honoured",
+        "invalid-probes-are-arg-errors",
+        "destructive-refuses-unconfirmed",
+        "dry-run-previews",
+    ] {
         assert_eq!(status_of(&report, id), "pass", "{id}: {report:#}");
     }
 }
@@ -82,6 +93,9 @@ fn role_scenarios_pass_with_a_profile() {
     "calibrated-equality"
 )]
 #[case::leak("leak-on-manifest", "manifest-valid", "leaked-process")]
+#[case::ansi("ansi-on-stdout", "read-probes-keep-ansi-off-stdout", "ansi")]
+#[case::invalid_probe("unknown-flag-exit-1", "invalid-probes-are-arg-errors", "exit-code")]
+#[case::unconfirmed("wipe-unconfirmed", "destructive-refuses-unconfirmed", "exit-code")]
 fn a_planted_fault_is_caught(#[case] fault: &str, #[case] scenario: &str, #[case] check: &str) {
     let dir = tempfile::tempdir().unwrap();
     let profile = fake_profile(dir.path(), &format!(", FAKETOOL_FAULT = \"{fault}\""));

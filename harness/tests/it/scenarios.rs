@@ -85,6 +85,12 @@ fn the_catalogue_uses_every_step_and_check_kind() {
                 if r.kill_group.is_some() {
                     actions.insert("run.kill_group");
                 }
+                if r.probe.is_some() {
+                    actions.insert("run.probe");
+                }
+                if r.tool_dir.is_some() {
+                    actions.insert("run.tool_dir");
+                }
                 if let Some(stdin) = r.stdin {
                     actions.insert(match stdin {
                         conform::scenario::StdinKind::Closed => "stdin.closed",
@@ -110,6 +116,8 @@ fn the_catalogue_uses_every_step_and_check_kind() {
         "kill-worker",
         "run.count",
         "run.kill_group",
+        "run.probe",
+        "run.tool_dir",
         "stdin.pty",
         "stdin.open",
         "stdin.closed",
@@ -128,6 +136,7 @@ fn the_catalogue_uses_every_step_and_check_kind() {
         "same_response_as",
         "same",
         "manifest_rules",
+        "no_ansi",
     ] {
         assert!(checks.contains(c), "no scenario uses the check {c}");
     }
@@ -246,7 +255,8 @@ fn templates_replace_variables_and_keep_escaped_braces() {
 /// catalogue's format, the profile as a profile (structure only; its fixtures are examples).
 #[test]
 fn the_manual_examples_parse() {
-    let lib = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs")).unwrap();
+    let lib =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs")).unwrap();
     let mut blocks = Vec::new();
     let mut current: Option<String> = None;
     for line in lib.lines().filter_map(|l| l.strip_prefix("//!")) {

@@ -61,7 +61,9 @@ pub fn fake_profile(dir: &Path, extra_env: &str) -> PathBuf {
     let path = dir.join("conform.toml");
     let text = format!(
         "[tool]\nenv = {{ FAKETOOL_PACE_MS = \"150\"{extra_env} }}\n\n\
-         [roles.resume_reader]\nargv = [\"count\", \"--units\", \"10\"]\n"
+         [roles.resume_reader]\nargv = [\"count\", \"--units\", \"10\"]\n\n\
+         [kit]\nread = [[\"greet\"], [\"manifest\"]]\ninvalid = [[\"greet\", \"--bogus\"]]\n\
+         destructive = [{{ argv = [\"wipe\"], dry_run_flag = \"--dry-run\" }}]\n"
     );
     std::fs::write(&path, text).unwrap();
     path
