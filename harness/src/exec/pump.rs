@@ -6,7 +6,7 @@
 //! leaves nothing running:
 //! - the *waiter* blocks in `waitid(WEXITED | WNOWAIT)`: it learns of the exit without reaping,
 //!   so the pid and process group id stay reserved for signals, then records the instant and
-//!   closes the write end of a wake-up pipe that the pump polls;
+//!   writes a byte to a wake-up pipe that the pump polls;
 //! - the *pump* owns everything else and reaps the process as its very last act, under the
 //!   [`GroupState`] lock that every signal takes.
 //!
@@ -119,7 +119,9 @@ pub(super) fn start(
             let Ok(pid) = pid_rx.recv() else { return };
             wait_for_exit(pid);
             let _ = exit_tx.send(Instant::now());
-            drop(wake_write);
+            // A byte, not just the close: the close alone would never be seen if some process
+            // had inherited the write end.
+            let _ = File::from(wake_write).write_all(b"x");
         })
         .map_err(|e| ExecError::new("start the exit waiter thread", e))?;
     let (pump_tx, pump_rx) = mpsc::channel::<Pump>();

@@ -1,0 +1,274 @@
+//! The sandbox: its directory, its environment, fixtures, setup commands and the leak sweep,
+//! against real processes and a real `/proc`.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::Path;
+use std::time::Duration;
+
+use conform::exec::{self, Invocation, Program, Termination};
+use conform::sandbox::{self, MARKER_VAR, Sandbox, SandboxError};
+
+fn env_str(env: &BTreeMap<OsString, OsString>, key: &str) -> String {
+    env.get(&OsString::from(key))
+        .unwrap_or_else(|| panic!("{key} missing"))
+        .to_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// Whether `pid` is gone (or a zombie, which holds nothing but its exit status).
+fn is_dead(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .and_then(|rest| rest.split_whitespace().next())
+            .is_some_and(|state| state == "Z" || state == "X"),
+    }
+}
+
+#[test]
+fn the_layout_exists_and_the_environment_points_into_it() {
+    let sandbox = Sandbox::new().unwrap();
+    let root = sandbox.root().to_path_buf();
+    assert!(root.file_name().unwrap().to_str().unwrap().starts_with("conform-"));
+    let env = sandbox.env();
+    let keys: Vec<&str> = env.keys().map(|k| k.to_str().unwrap()).collect();
+    assert_eq!(
+        keys,
+        [
+            "CONFORM_SANDBOX",
+            "HOME",
+            "LANG",
+            "PATH",
+            "TMPDIR",
+            "XDG_CACHE_HOME",
+            "XDG_CONFIG_HOME",
+            "XDG_DATA_HOME",
+            "XDG_RUNTIME_DIR",
+            "XDG_STATE_HOME",
+        ]
+    );
+    for key in [
+        "HOME",
+        "TMPDIR",
+        "XDG_CACHE_HOME",
+        "XDG_CONFIG_HOME",
+        "XDG_DATA_HOME",
+        "XDG_RUNTIME_DIR",
+        "XDG_STATE_HOME",
+    ] {
+        let dir = env_str(&env, key);
+        assert!(Path::new(&dir).starts_with(&root), "{key}={dir}");
+        assert!(Path::new(&dir).is_dir(), "{key}={dir}");
+    }
+    assert!(sandbox.work().is_dir());
+    assert_eq!(env_str(&env, "LANG"), "C.UTF-8");
+    assert_eq!(env.get(&OsString::from("PATH")), std::env::var_os("PATH").as_ref());
+    let marker = env_str(&env, MARKER_VAR);
+    assert_eq!(marker, sandbox.marker());
+    assert_eq!(marker.len(), 32);
+    assert!(marker.chars().all(|c| c.is_ascii_hexdigit()));
+
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(sandbox.runtime_dir()).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o700);
+}
+
+#[test]
+fn every_sandbox_has_its_own_directory_and_marker() {
+    let a = Sandbox::new().unwrap();
+    let b = Sandbox::new().unwrap();
+    assert_ne!(a.root(), b.root());
+    assert_ne!(a.marker(), b.marker());
+}
+
+#[test]
+fn a_step_sees_the_sandbox_environment_and_starts_in_work() {
+    let sandbox = Sandbox::new().unwrap();
+    let outcome = exec::run(&sandbox.invocation(Program::Shell(
+        "echo \"$HOME|$TMPDIR|$CONFORM_SANDBOX|$(pwd)|${USER:-nouser}\"".to_owned(),
+    )))
+    .unwrap();
+    let line = String::from_utf8(outcome.stdout.bytes).unwrap();
+    let work = sandbox.work().canonicalize().unwrap();
+    let expected = format!(
+        "{}|{}|{}|{}|nouser\n",
+        sandbox.home().display(),
+        sandbox.tmp().display(),
+        sandbox.marker(),
+        work.display()
+    );
+    assert_eq!(line, expected);
+}
+
+#[test]
+fn extra_variables_are_added_and_removed_but_the_marker_stays() {
+    let mut sandbox = Sandbox::new().unwrap();
+    sandbox.set_env("AGENT_CALL_BUDGET_MS", "2000");
+    sandbox.set_env("LANG", "de_DE.UTF-8");
+    sandbox.set_env(MARKER_VAR, "forged");
+    sandbox.remove_env("XDG_RUNTIME_DIR");
+    let env = sandbox.env();
+    assert_eq!(env_str(&env, "AGENT_CALL_BUDGET_MS"), "2000");
+    assert_eq!(env_str(&env, "LANG"), "de_DE.UTF-8");
+    assert_eq!(env_str(&env, MARKER_VAR), sandbox.marker());
+    assert!(!env.contains_key(&OsString::from("XDG_RUNTIME_DIR")));
+
+    sandbox.remove_env("AGENT_CALL_BUDGET_MS");
+    sandbox.remove_env(MARKER_VAR);
+    let env = sandbox.env();
+    assert!(!env.contains_key(&OsString::from("AGENT_CALL_BUDGET_MS")));
+    assert_eq!(env_str(&env, MARKER_VAR), sandbox.marker());
+
+    // Setting a removed default again brings it back.
+    sandbox.set_env("XDG_RUNTIME_DIR", "/elsewhere");
+    assert_eq!(env_str(&sandbox.env(), "XDG_RUNTIME_DIR"), "/elsewhere");
+}
+
+#[test]
+fn fixtures_are_copied_into_work() {
+    let sandbox = Sandbox::new().unwrap();
+    let source = tempfile::tempdir().unwrap();
+    std::fs::write(source.path().join("data.csv"), "a,b\n1,2\n").unwrap();
+    std::fs::create_dir_all(source.path().join("tree/deeper")).unwrap();
+    std::fs::write(source.path().join("tree/deeper/leaf.txt"), "leaf").unwrap();
+
+    let landed = sandbox.copy_in(source.path().join("data.csv"), "input/data.csv").unwrap();
+    assert_eq!(landed, sandbox.work().join("input/data.csv"));
+    assert_eq!(std::fs::read_to_string(&landed).unwrap(), "a,b\n1,2\n");
+
+    let landed = sandbox.copy_in(source.path().join("tree"), "/tree").unwrap();
+    assert_eq!(landed, sandbox.work().join("tree"));
+    assert_eq!(
+        std::fs::read_to_string(sandbox.work().join("tree/deeper/leaf.txt")).unwrap(),
+        "leaf"
+    );
+    // `..` cannot climb out of work/.
+    let landed = sandbox.copy_in(source.path().join("data.csv"), "../../escape.csv").unwrap();
+    assert!(landed.starts_with(sandbox.work()), "{}", landed.display());
+
+    let missing = sandbox.copy_in(source.path().join("absent"), "x");
+    assert!(matches!(missing, Err(SandboxError::Io { .. })));
+}
+
+#[test]
+fn setup_commands_run_in_the_sandbox_and_failures_are_errors() {
+    let sandbox = Sandbox::new().unwrap();
+    let outcome = sandbox
+        .run_setup(
+            "mkdir -p state && echo ready > state/flag && echo \"$HOME\"",
+            Duration::from_secs(30),
+        )
+        .unwrap();
+    assert_eq!(outcome.termination, Termination::Exited(0));
+    assert_eq!(std::fs::read_to_string(sandbox.work().join("state/flag")).unwrap(), "ready\n");
+
+    let failed = sandbox.run_setup("echo nope >&2; exit 3", Duration::from_secs(30)).unwrap_err();
+    match failed {
+        SandboxError::SetupFailed { termination, stderr_tail, .. } => {
+            assert_eq!(termination, Termination::Exited(3));
+            assert_eq!(stderr_tail, "nope\n");
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    let timed_out = sandbox.run_setup("sleep 30", Duration::from_millis(300)).unwrap_err();
+    assert!(matches!(
+        timed_out,
+        SandboxError::SetupFailed { termination: Termination::TimedOut, .. }
+    ));
+    assert!(sandbox.sweep().is_empty());
+}
+
+#[test]
+fn the_sweep_finds_and_kills_a_setsid_sleep_started_in_a_step() {
+    let sandbox = Sandbox::new().unwrap();
+    let outcome = exec::run(
+        &sandbox
+            .invocation(Program::Shell("setsid sleep 100 </dev/null >/dev/null 2>&1 &".to_owned())),
+    )
+    .unwrap();
+    assert_eq!(outcome.termination, Termination::Exited(0));
+
+    // `setsid` may still be about to exec when the step ends: wait for the sleep to show up.
+    let mut seen = Vec::new();
+    for _ in 0..100 {
+        seen = sandbox::scan(sandbox.marker());
+        if seen.iter().any(|p| p.cmdline == ["sleep", "100"]) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    let pid = seen[0].pid;
+    assert!(!is_dead(pid));
+
+    let leaked = sandbox.sweep();
+    assert_eq!(leaked.len(), 1, "{leaked:?}");
+    assert_eq!(leaked[0].pid, pid);
+    assert_eq!(leaked[0].cmdline, ["sleep", "100"]);
+    assert!(is_dead(pid), "the sweep killed it");
+    assert!(sandbox.sweep().is_empty());
+}
+
+#[test]
+fn the_sweep_matches_the_marker_exactly_and_spares_other_sandboxes() {
+    let mine = Sandbox::new().unwrap();
+    let other = Sandbox::new().unwrap();
+    // A process whose marker only starts like mine.
+    let mut env = BTreeMap::new();
+    env.insert(OsString::from("PATH"), std::env::var_os("PATH").unwrap());
+    let longer = format!("{}0", mine.marker());
+    env.insert(OsString::from(MARKER_VAR), OsString::from(&longer));
+    let lookalike = Invocation::new(
+        Program::Shell("setsid sleep 100 </dev/null >/dev/null 2>&1 &".to_owned()),
+        env,
+        mine.work(),
+    );
+    exec::run(&lookalike).unwrap();
+    exec::run(
+        &other
+            .invocation(Program::Shell("setsid sleep 100 </dev/null >/dev/null 2>&1 &".to_owned())),
+    )
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+
+    assert!(mine.sweep().is_empty());
+    let found = sandbox::scan(&longer);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(other.sweep().len(), 1);
+    // Clean up the lookalike by hand (no sandbox owns its marker).
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(found[0].pid).unwrap());
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).unwrap();
+}
+
+#[test]
+fn dropping_a_sandbox_sweeps_and_removes_the_directory() {
+    let sandbox = Sandbox::new().unwrap();
+    let root = sandbox.root().to_path_buf();
+    let marker = sandbox.marker().to_owned();
+    exec::run(
+        &sandbox
+            .invocation(Program::Shell("setsid sleep 100 </dev/null >/dev/null 2>&1 &".to_owned())),
+    )
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let before = sandbox::scan(&marker);
+    assert_eq!(before.len(), 1, "{before:?}");
+    drop(sandbox);
+    assert!(!root.exists());
+    assert!(sandbox::scan(&marker).is_empty());
+    assert!(is_dead(before[0].pid));
+}
+
+#[test]
+fn a_kept_sandbox_stays_on_disk() {
+    let mut sandbox = Sandbox::new().unwrap();
+    let root = sandbox.keep().to_path_buf();
+    std::fs::write(sandbox.work().join("evidence"), "x").unwrap();
+    drop(sandbox);
+    assert!(root.join("work/evidence").exists());
+    std::fs::remove_dir_all(&root).unwrap();
+}
