@@ -36,6 +36,8 @@ use crate::scenario::{
 
 /// How long workers get to stop after their jobs were cancelled, before the sweep.
 pub const CLEANUP_GRACE: Duration = Duration::from_secs(5);
+/// Bound on `TOOL manifest` at discovery (a manifest that takes longer is broken anyway).
+pub const DISCOVERY_LIMIT: Duration = Duration::from_secs(10);
 /// Default bound on a step without calibration.
 pub const DEFAULT_STEP_LIMIT: Duration = Duration::from_secs(30);
 /// Bound on a calibration run.
@@ -82,7 +84,7 @@ impl Engine {
         let Ok(sandbox) = self.sandbox_for(&[]) else { return Commands::default() };
         let mut inv =
             sandbox.invocation(Program::Argv(vec![self.tool.clone().into(), "manifest".into()]));
-        inv.timeout = Duration::from_secs(30);
+        inv.timeout = DISCOVERY_LIMIT;
         match exec::run(&inv).ok().and_then(|o| checks::parse_stdout(&o).ok()) {
             Some(response) => Commands::from_manifest(&response),
             None => Commands::default(),

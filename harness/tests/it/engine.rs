@@ -224,3 +224,32 @@ fn a_destructive_command_outside_the_profile_is_never_run() {
     assert!(calls.lines().all(|l| l == "manifest"), "the tool saw: {calls}");
     assert!(calls.contains("manifest"), "discovery must have run: {calls:?}");
 }
+
+/// A tool that never answers is bounded: the step is killed at its limit, reported as a
+/// timeout, and nothing of it is left running.
+#[test]
+fn a_hanging_tool_is_bounded_and_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let tool = dir.path().join("hang");
+    let pids = dir.path().join("pids");
+    std::fs::write(&tool, format!("#!/bin/sh\necho $$ >> '{}'\nexec sleep 600\n", pids.display()))
+        .unwrap();
+    let mut perms = std::fs::metadata(&tool).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(&tool, perms).unwrap();
+    let started = std::time::Instant::now();
+    let out = conform()
+        .current_dir(dir.path())
+        .arg("run")
+        .arg(&tool)
+        .args(["--only", "manifest-valid", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(started.elapsed() < std::time::Duration::from_secs(60), "{:?}", started.elapsed());
+    assert_eq!(code(&out), 80);
+    let report = stdout_json(&out);
+    assert!(findings_of(&report, "manifest-valid").contains(&"timeout"), "{report:#}");
+    for pid in std::fs::read_to_string(&pids).unwrap().lines() {
+        assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists(), "process {pid} survived");
+    }
+}
