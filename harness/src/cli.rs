@@ -214,14 +214,24 @@ fn catalogue() -> Result<Catalogue, ArgError> {
 fn resolve_tool(tool: &OsString) -> Result<PathBuf, String> {
     let path = Path::new(tool);
     if path.components().count() > 1 || path.is_absolute() {
-        return std::fs::canonicalize(path)
-            .map_err(|e| format!("tool `{}` cannot be used: {e}", path.display()));
+        let resolved = std::fs::canonicalize(path)
+            .map_err(|e| format!("tool `{}` cannot be used: {e}", path.display()))?;
+        return if is_executable(&resolved) {
+            Ok(resolved)
+        } else {
+            Err(format!("tool `{}` is not an executable file", path.display()))
+        };
     }
     let search = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&search)
         .map(|dir| dir.join(path))
-        .find(|candidate| candidate.is_file())
+        .find(|candidate| is_executable(candidate))
         .ok_or_else(|| format!("tool `{}` is not a file and is not found in PATH", path.display()))
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 fn load_profile(args: &RunArgs) -> Result<Profile, String> {

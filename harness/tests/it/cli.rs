@@ -88,3 +88,13 @@ fn a_missing_tool_is_arg_error() {
     let out = conform().args(["run", "./no/such/tool"]).output().unwrap();
     assert_eq!(code(&out), 2);
 }
+
+#[test]
+fn a_tool_that_is_not_executable_is_arg_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let tool = dir.path().join("notes.txt");
+    std::fs::write(&tool, "not a program").unwrap();
+    let out = conform().arg("run").arg(&tool).output().unwrap();
+    assert_eq!(code(&out), 2);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not an executable file"));
+}
