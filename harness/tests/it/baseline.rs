@@ -210,3 +210,95 @@ fn the_schema_and_the_parser_agree() {
         assert_eq!(parsed.is_ok(), valid, "parser on {text:?}: {parsed:?}");
     }
 }
+
+/// `conform run --baseline` end to end against the fixture tool.
+mod end_to_end {
+    use std::path::{Path, PathBuf};
+
+    use conform::exit;
+    use serde_json::Value;
+
+    fn faketool() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tools/faketool")
+    }
+
+    /// Runs `conform run faketool --only REQ-F-004 --format json` with an optional fault and a
+    /// baseline; returns the exit code and the envelope.
+    fn run(fault: Option<&str>, baseline: &str, name: &str) -> (i32, Value) {
+        let dir = tempfile::tempdir().unwrap();
+        let profile = dir.path().join("conform.toml");
+        let env = fault.map_or_else(String::new, |f| {
+            format!("[tool]\nenv = {{ FAKETOOL_FAULT = \"{f}\" }}\n")
+        });
+        std::fs::write(&profile, env).unwrap();
+        let baseline_path = dir.path().join(name);
+        std::fs::write(&baseline_path, baseline).unwrap();
+        let out = assert_cmd::Command::cargo_bin("conform")
+            .unwrap()
+            .current_dir(dir.path())
+            .arg("run")
+            .arg(faketool())
+            .arg("--profile")
+            .arg(&profile)
+            .args(["--only", "REQ-F-004", "--format", "json", "--baseline"])
+            .arg(&baseline_path)
+            .timeout(std::time::Duration::from_secs(120))
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        let envelope = serde_json::from_str(&stdout)
+            .unwrap_or_else(|e| panic!("{e}: {stdout}\n{}", String::from_utf8_lossy(&out.stderr)));
+        (out.status.code().unwrap(), envelope)
+    }
+
+    const EXPECTS_ARG_ERROR_FAULT: &str = "[[expected_failures]]\nscenario = \"unknown-flag-is-arg-error\"\nreason = \"exit 1 until the parser rewrite\"\n";
+
+    fn scenario<'a>(envelope: &'a Value, id: &str) -> &'a Value {
+        envelope["data"]["scenarios"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["id"] == id)
+            .unwrap_or_else(|| panic!("no {id} in {envelope:#}"))
+    }
+
+    #[test]
+    fn an_expected_failure_passes_the_run() {
+        let (code, envelope) =
+            run(Some("unknown-flag-exit-1"), EXPECTS_ARG_ERROR_FAULT, "baseline.toml");
+        assert_eq!(code, i32::from(exit::SUCCESS), "{envelope:#}");
+        let s = scenario(&envelope, "unknown-flag-is-arg-error");
+        assert_eq!(s["status"], "fail");
+        assert_eq!(s["baseline"]["kind"], "expected_failure");
+        assert_eq!(envelope["data"]["counts"]["expected_fail"], 1);
+        assert_eq!(envelope["ok"], true);
+    }
+
+    #[test]
+    fn a_stale_entry_fails_the_run() {
+        let (code, envelope) = run(None, EXPECTS_ARG_ERROR_FAULT, "baseline.toml");
+        assert_eq!(code, i32::from(exit::BASELINE_MISMATCH), "{envelope:#}");
+        assert_eq!(envelope["error"]["code"], "BASELINE_MISMATCH");
+        assert_eq!(
+            envelope["data"]["baseline"]["stale"],
+            serde_json::json!(["unknown-flag-is-arg-error"])
+        );
+    }
+
+    #[test]
+    fn an_unknown_scenario_or_a_malformed_file_is_an_argument_error() {
+        let (code, envelope) = run(
+            None,
+            "{\"expected_failures\": [{\"scenario\": \"no-such-scenario\", \"reason\": \"x\"}]}",
+            "baseline.json",
+        );
+        assert_eq!(code, i32::from(exit::ARG_ERROR), "{envelope:#}");
+        let message = envelope["error"]["message"].as_str().unwrap();
+        assert!(message.contains("no-such-scenario"), "{message}");
+
+        let (code, envelope) = run(None, "[[expected_failures]]\nscenario = 3\n", "b.toml");
+        assert_eq!(code, i32::from(exit::ARG_ERROR), "{envelope:#}");
+        let message = envelope["error"]["message"].as_str().unwrap();
+        assert!(message.contains("line 2"), "{message}");
+    }
+}
