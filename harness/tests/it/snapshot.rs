@@ -188,3 +188,72 @@ fn a_continuation_chain_is_stored_as_its_final_response() {
         ]
     );
 }
+
+/// `conform run --snapshots` end to end against the fixture tool: record, rerun clean, then a
+/// hand-edited snapshot is reported as drift with a diff.
+#[test]
+fn conform_records_compares_and_reports_drift() {
+    let dir = tempfile::tempdir().unwrap();
+    let tool =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tools/faketool");
+    let snaps = dir.path().join("snaps");
+    let run = |extra: &[&str]| {
+        let out = assert_cmd::Command::cargo_bin("conform")
+            .unwrap()
+            .current_dir(dir.path())
+            .arg("run")
+            .arg(&tool)
+            .args(["--only", "REQ-F-004", "--format", "json", "--snapshots"])
+            .arg(&snaps)
+            .args(extra)
+            .timeout(std::time::Duration::from_secs(120))
+            .output()
+            .unwrap();
+        let envelope: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        (out.status.code().unwrap(), envelope)
+    };
+    // Without --update and without snapshots: the directory must exist.
+    let (code, _) = run(&[]);
+    assert_eq!(code, i32::from(conform::exit::ARG_ERROR));
+
+    let (code, envelope) = run(&["--update"]);
+    assert_eq!(code, 0, "{envelope:#}");
+    let files: Vec<std::path::PathBuf> = walk(&snaps);
+    assert!(!files.is_empty());
+
+    let (code, envelope) = run(&[]);
+    assert_eq!(code, 0, "an unchanged tool must not drift: {envelope:#}");
+
+    // Edit one snapshot: the next run reports drift on that scenario's step.
+    let file = &files[0];
+    let text = std::fs::read_to_string(file).unwrap();
+    let edited = text.replacen("\"ok\": false", "\"ok\": true", 1);
+    assert_ne!(text, edited, "{text}");
+    std::fs::write(file, edited).unwrap();
+    let (code, envelope) = run(&[]);
+    assert_eq!(code, i32::from(conform::exit::NOT_CONFORMANT), "{envelope:#}");
+    let drift: Vec<&serde_json::Value> = envelope["data"]["scenarios"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|s| s["findings"].as_array().unwrap())
+        .filter(|f| f["check"] == "snapshot-drift")
+        .collect();
+    assert_eq!(drift.len(), 1, "{envelope:#}");
+    let expected = drift[0]["expected"].as_str().unwrap();
+    assert!(expected.contains("\"ok\": true"), "{expected}");
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out.sort();
+    out
+}
