@@ -81,7 +81,8 @@ impl Engine {
     }
 
     fn discover(&self) -> Commands {
-        let Ok(sandbox) = self.sandbox_for(&[]) else { return Commands::default() };
+        // Only scenario and calibration sandboxes are worth keeping for a look.
+        let Ok(sandbox) = self.sandbox_for(&[], false) else { return Commands::default() };
         let mut inv =
             sandbox.invocation(Program::Argv(vec![self.tool.clone().into(), "manifest".into()]));
         inv.timeout = DISCOVERY_LIMIT;
@@ -91,10 +92,11 @@ impl Engine {
         }
     }
 
-    /// A sandbox prepared for these roles: tool env, fixtures copied, setup run.
-    fn sandbox_for(&self, roles: &[&str]) -> Result<Sandbox, String> {
+    /// A sandbox prepared for these roles: tool env, fixtures copied, setup run; `keep` keeps
+    /// its directory afterwards.
+    fn sandbox_for(&self, roles: &[&str], keep: bool) -> Result<Sandbox, String> {
         let mut sandbox = Sandbox::new().map_err(|e| e.to_string())?;
-        if self.keep_sandboxes {
+        if keep {
             sandbox.keep();
         }
         for (k, v) in &self.profile.file.tool.env {
@@ -143,7 +145,7 @@ impl Engine {
 
     fn measure(&self, role_name: &str) -> Result<Calibration, String> {
         let role = self.profile.role(role_name).ok_or_else(|| format!("no role `{role_name}`"))?;
-        let sandbox = self.sandbox_for(&[role_name])?;
+        let sandbox = self.sandbox_for(&[role_name], self.keep_sandboxes)?;
         let mut argv = vec![self.tool.display().to_string()];
         argv.extend(role.argv.iter().cloned());
         // A role whose command declares no interruption has no --budget flag (CONTRACT §2):
@@ -276,7 +278,7 @@ impl Engine {
             None
         };
         let roles: Vec<&str> = scenario.roles.iter().map(String::as_str).collect();
-        let sandbox = match self.sandbox_for(&roles) {
+        let sandbox = match self.sandbox_for(&roles, self.keep_sandboxes) {
             Ok(s) => s,
             Err(e) => {
                 result.status =

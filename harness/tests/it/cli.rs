@@ -98,3 +98,22 @@ fn a_tool_that_is_not_executable_is_arg_error() {
     assert_eq!(code(&out), 2);
     assert!(String::from_utf8_lossy(&out.stderr).contains("not an executable file"));
 }
+
+#[test]
+fn keep_sandboxes_keeps_each_scenario_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = conform()
+        .current_dir(dir.path())
+        .env("TMPDIR", dir.path())
+        .arg("run")
+        .arg(faketool())
+        .args(["--only", "manifest-valid", "--keep-sandboxes"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let kept: Vec<&str> =
+        stderr.lines().filter_map(|l| l.strip_prefix("conform: kept the sandbox at ")).collect();
+    assert_eq!(kept.len(), 1, "{stderr}");
+    assert!(std::path::Path::new(kept[0]).join("work").is_dir(), "{stderr}");
+}
