@@ -126,7 +126,7 @@
 //! | action        | does                                                                   |
 //! |---------------|------------------------------------------------------------------------|
 //! | `run`         | runs the tool: `TOOL <role argv> <args> [--budget B] [--timeout T]`      |
-//! | `continue`    | runs `data.continue_command` of step `from`'s last response with `sh -c`, verbatim, again while it exits 14 (`max_hops`, default 100) |
+//! | `continue`    | runs `data.continue_command` of step `from`'s last response with `sh -c`, verbatim, again while it exits 14 (`max_hops`, default 100); when `from` did not exit 14, nothing runs and its response is judged |
 //! | `cancel`      | runs `data.cancel_command` of step `from`'s last response with `sh -c`  |
 //! | `kill-worker` | signals (`signal`, default `KILL`) every process carrying the sandbox marker: no step runs then, so each is a detached worker; finding none is a finding |
 //! | `sleep`       | waits `duration`                                                        |

@@ -743,6 +743,19 @@ impl ScenarioState<'_> {
     }
 
     fn run_continue(&mut self, c: &ShellStep) -> Result<Vec<Finding>, String> {
+        // The agent's loop runs while the exit is 14; when `from` already ended otherwise,
+        // there is nothing to continue and its response is the one to judge.
+        if let Some(&last) = self.last.get(&c.from)
+            && self.observations[last].exit_code() != Some(INCOMPLETE)
+        {
+            self.step_env
+                .insert(c.name.clone(), self.step_env.get(&c.from).cloned().unwrap_or_default());
+            let role = self.step_role.get(&c.from).cloned().flatten();
+            self.step_role.insert(c.name.clone(), role.clone());
+            self.current_role = role;
+            self.last.insert(c.name.clone(), last);
+            return Ok(self.judge(&c.name, &c.expect, &[last]));
+        }
         let mut line = match self.command_from(&c.name, &c.from, "/data/continue_command") {
             Ok(l) => l,
             Err(f) => return Ok(vec![f]),
