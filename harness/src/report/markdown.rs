@@ -125,6 +125,24 @@ pub fn render(report: &RunReport) -> String {
         let _ = writeln!(out);
     }
 
+    let expected: Vec<_> = report
+        .results
+        .iter()
+        .filter_map(|r| match &r.baseline {
+            Some(BaselineMark::ExpectedFailure { reason }) => Some((r, reason)),
+            _ => None,
+        })
+        .collect();
+    if !expected.is_empty() {
+        let _ = writeln!(out, "### Expected failures (baseline)\n");
+        let _ = writeln!(out, "| Scenario | Level | Reason |");
+        let _ = writeln!(out, "|---|---|---|");
+        for (r, reason) in expected {
+            let _ = writeln!(out, "| `{}` | {} | {} |", cell(&r.id), r.level, cell(reason));
+        }
+        let _ = writeln!(out);
+    }
+
     if !s.coverage.skip_reasons.is_empty() {
         let _ = writeln!(
             out,

@@ -254,6 +254,18 @@ fn markdown_summary() {
 }
 
 #[test]
+fn markdown_lists_expected_failures_with_their_reasons() {
+    let mut results = sample_results();
+    results[1].baseline =
+        Some(BaselineMark::ExpectedFailure { reason: "issue 42 | parser".into() });
+    let text = markdown::render(&sample_report(results));
+    assert!(text.contains("### Expected failures (baseline)"), "{text}");
+    assert!(text.contains("| `budget-flag-beats-env` | must | issue 42 \\| parser |"), "{text}");
+    let plain = markdown::render(&sample_report(sample_results()));
+    assert!(!plain.contains("Expected failures"));
+}
+
+#[test]
 fn markdown_cells_escape_pipes() {
     let mut results = sample_results();
     results[1].findings[0].message = "a | b\nc".to_owned();
