@@ -337,8 +337,16 @@ fn summary_json(s: &Scenario) -> Value {
         "criterion": s.criterion,
         "level": s.level,
         "roles": s.roles,
+        "probes": s.probe_kinds().iter().map(|k| k.as_str()).collect::<Vec<_>>(),
         "tags": s.tags,
     })
+}
+
+/// What a scenario needs from the profile: its roles and kit probes (`-` for nothing).
+fn needs(s: &Scenario) -> String {
+    let mut parts: Vec<String> = s.roles.clone();
+    parts.extend(s.probe_kinds().iter().map(|k| format!("kit:{}", k.as_str())));
+    if parts.is_empty() { "-".into() } else { parts.join(",") }
 }
 
 /// The catalogue as a plain table: id, requirement, level, roles, criterion.
@@ -351,7 +359,7 @@ pub fn list_table(catalogue: &Catalogue) -> String {
                 s.id.clone(),
                 s.requirement.clone(),
                 s.level.to_string(),
-                if s.roles.is_empty() { "-".into() } else { s.roles.join(",") },
+                needs(s),
                 s.criterion.clone(),
             ]
         })
