@@ -12,6 +12,14 @@ fn main() -> ExitCode {
         let _ = writeln!(std::io::stderr().lock(), "reftool: internal error: {info}");
     }));
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    // A detached worker leaves the caller's session and drops every inherited descriptor
+    // before anything else opens a file (reftool::runtime::worker).
+    if argv.get(1).is_some_and(|a| a == reftool::runtime::worker::WORKER_ARG)
+        && let Err(e) = reftool::runtime::worker::detach_self()
+    {
+        let _ = writeln!(std::io::stderr().lock(), "reftool: worker failed to detach: {e}");
+        return ExitCode::from(Exit::GENERAL_ERROR.code());
+    }
     let mode = Modes::detect(&argv).output;
     let finished = std::panic::catch_unwind(|| {
         let app = match reftool::commands::app() {

@@ -36,6 +36,8 @@ use super::state::{
 };
 use super::stop::{StopReason, StopToken};
 use crate::duration::parse_duration;
+use crate::runtime::budget::ResolvedBudget;
+use crate::runtime::worker::WORKER_ARG;
 
 /// How long the work gets to acknowledge a stop (and roll back) before the framework answers
 /// without it. The process exits right after answering, which ends the work's thread too.
@@ -107,6 +109,16 @@ impl App {
         self.hidden.insert(name.to_owned(), entry);
     }
 
+    /// The tool's name (`reftool`).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The tool's version (part of a job's identity).
+    pub fn version(&self) -> &str {
+        &self.version
+    }
+
     /// The registry.
     pub fn registry(&self) -> &Registry {
         &self.registry
@@ -133,6 +145,13 @@ impl App {
     pub fn run(&self, argv: Vec<OsString>) -> Finished {
         let started = Instant::now();
         let modes = Modes::detect(&argv);
+        if argv.get(1).is_some_and(|a| a == WORKER_ARG) {
+            return Finished {
+                stdout: Vec::new(),
+                stderr: String::new(),
+                exit: super::interrupt::run_worker(self, &argv),
+            };
+        }
         if let Some(entry) = argv.get(1).and_then(|a| a.to_str()).and_then(|a| self.hidden.get(a)) {
             return Finished { stdout: Vec::new(), stderr: String::new(), exit: entry(&argv) };
         }
@@ -186,8 +205,28 @@ impl App {
         finish(response, modes.output, String::new())
     }
 
+    /// Stages 3–4 for a detached worker re-running a job's argv.
+    pub(crate) fn prepare_for_worker(
+        &self,
+        argv: Vec<OsString>,
+    ) -> Result<(&CommandSpec, Prepared), Box<Failure>> {
+        let modes = Modes::detect(&argv);
+        let command = cli::build(&self.registry, &self.name, &self.version, &self.about);
+        let parsed = cli::parse(command, &self.registry, &argv).map_err(|early| match early {
+            Early::Invalid { failure, .. } => failure,
+            _ => Box::new(Failure::internal("the job's argv does not name a command")),
+        })?;
+        let spec = self
+            .registry
+            .get(&parsed.path)
+            .ok_or_else(|| Box::new(Failure::internal("the job's command is not registered")))?;
+        let prepared =
+            self.prepare(spec, parsed, argv, modes, Instant::now()).map_err(|(f, _)| f)?;
+        Ok((spec, prepared))
+    }
+
     /// Stage 4: everything about the invocation that can be wrong before any work.
-    fn prepare(
+    pub(crate) fn prepare(
         &self,
         spec: &CommandSpec,
         parsed: Parsed,
@@ -262,8 +301,24 @@ impl App {
         Ok(Prepared { args: parsed.args, invocation, state, timeout_ms })
     }
 
-    /// Stages 5–8.
+    /// Stages 5–8, with the call budget of an interruptible command (or `job wait`) resolved
+    /// first, so that every response after validation records it in `meta.budget_ms`.
     fn dispatch(&self, spec: &CommandSpec, prepared: Prepared) -> Response {
+        let budget = (spec.interruption.is_some() || spec.takes_budget)
+            .then(|| super::interrupt::resolve_call_budget(&prepared.invocation));
+        let mut response = self.dispatch_inner(spec, prepared, budget.as_ref());
+        if let Some(budget) = &budget {
+            super::interrupt::stamp_budget(&mut response, budget);
+        }
+        response
+    }
+
+    fn dispatch_inner(
+        &self,
+        spec: &CommandSpec,
+        prepared: Prepared,
+        budget: Option<&ResolvedBudget>,
+    ) -> Response {
         let Prepared { args, invocation, state, .. } = prepared;
         let digest = args_digest(&spec.path, &args);
         let key = invocation.idempotency_key.clone();
@@ -300,8 +355,12 @@ impl App {
         // requests StopReason::Budget), hand off to a detached job (detach: true; INCOMPLETE
         // `running`), or attach to / resume an existing job or checkpoint. A command without
         // `interruption` always runs inline under its plain wall-clock limit.
-        if spec.interruption.is_some() {
-            // Not wired yet: interruptible commands run inline, bounded by --timeout.
+        if super::interrupt::handles(spec) {
+            return super::interrupt::dispatch(
+                self,
+                spec,
+                super::interrupt::Call { args, invocation, state, budget, idempotency: db },
+            );
         }
 
         // Stage 7: the work.
@@ -323,61 +382,13 @@ impl App {
                 (Err(stop_failure(spec, reason, timeout)), Vec::new(), Default::default())
             }
         };
-        let mut response = match result {
-            Ok(data) => {
-                let effect_ok = spec.danger_level == DangerLevel::Safe
-                    || matches!(
-                        data.get("effect").and_then(Value::as_str),
-                        Some("created" | "updated" | "deleted" | "noop")
-                    );
-                if test_mode && !effect_ok {
-                    Response::failure(
-                        Failure::internal(format!(
-                            "framework check: {} writes but its data has no valid effect",
-                            spec.path
-                        ))
-                        .context(json!({"check": "EFFECT_FIELD"})),
-                    )
-                } else {
-                    let mut response = Response::success(data);
-                    if let (Some(db), Some(key)) = (db.as_mut(), &key)
-                        && let Err(e) = db.idempotency_record(
-                            &instance,
-                            &spec.path,
-                            key,
-                            &digest,
-                            &response.data,
-                        )
-                    {
-                        response.warnings.push(super::context::Warning {
-                            code: "IDEMPOTENCY_NOT_RECORDED".into(),
-                            message: e.to_string(),
-                        });
-                    }
-                    response
-                }
-            }
-            Err(failure) => Response::failure(failure),
-        };
-        if test_mode && response.exit != Exit::SIGTERM && spec.entry(response.exit).is_none() {
-            response = Response::failure(
-                Failure::internal(format!(
-                    "framework check: {} exited {} which it does not declare",
-                    spec.path,
-                    response.exit.code()
-                ))
-                .context(
-                    json!({"check": "UNDECLARED_EXIT_CODE", "exit_code": response.exit.code()}),
-                ),
-            );
-        }
-        let mut all_warnings = warnings;
-        all_warnings.append(&mut response.warnings);
-        response.warnings = all_warnings;
-        for (name, value) in meta {
-            response.meta.insert(name, value);
-        }
-        response
+        let record = db.as_mut().zip(key.as_deref()).map(|(db, key)| IdempotencyRecord {
+            db,
+            instance: &instance,
+            key,
+            digest: &digest,
+        });
+        respond(spec, result, warnings, meta, test_mode, record)
     }
 
     /// Runs the work on its own thread and watches the clock and SIGTERM.
@@ -470,11 +481,85 @@ impl App {
     }
 }
 
-struct Prepared {
-    args: Args,
-    invocation: Invocation,
-    state: StateConfig,
-    timeout_ms: u64,
+/// Where a writer's successful answer is recorded under its idempotency key.
+pub(crate) struct IdempotencyRecord<'a> {
+    pub(crate) db: &'a mut StateDb,
+    pub(crate) instance: &'a str,
+    pub(crate) key: &'a str,
+    pub(crate) digest: &'a str,
+}
+
+/// Stage 8: the response of finished work: the `effect` check for writers and the
+/// undeclared-exit check (test mode), the idempotency record, warnings and extra meta.
+pub(crate) fn respond(
+    spec: &CommandSpec,
+    result: Result<Value, Failure>,
+    warnings: Vec<super::context::Warning>,
+    meta: serde_json::Map<String, Value>,
+    test_mode: bool,
+    record: Option<IdempotencyRecord<'_>>,
+) -> Response {
+    let mut response = match result {
+        Ok(data) => {
+            let effect_ok = spec.danger_level == DangerLevel::Safe
+                || matches!(
+                    data.get("effect").and_then(Value::as_str),
+                    Some("created" | "updated" | "deleted" | "noop")
+                );
+            if test_mode && !effect_ok {
+                Response::failure(
+                    Failure::internal(format!(
+                        "framework check: {} writes but its data has no valid effect",
+                        spec.path
+                    ))
+                    .context(json!({"check": "EFFECT_FIELD"})),
+                )
+            } else {
+                let mut response = Response::success(data);
+                if let Some(record) = record
+                    && let Err(e) = record.db.idempotency_record(
+                        record.instance,
+                        &spec.path,
+                        record.key,
+                        record.digest,
+                        &response.data,
+                    )
+                {
+                    response.warnings.push(super::context::Warning {
+                        code: "IDEMPOTENCY_NOT_RECORDED".into(),
+                        message: e.to_string(),
+                    });
+                }
+                response
+            }
+        }
+        Err(failure) => Response::failure(failure),
+    };
+    if test_mode && response.exit != Exit::SIGTERM && spec.entry(response.exit).is_none() {
+        response = Response::failure(
+            Failure::internal(format!(
+                "framework check: {} exited {} which it does not declare",
+                spec.path,
+                response.exit.code()
+            ))
+            .context(json!({"check": "UNDECLARED_EXIT_CODE", "exit_code": response.exit.code()})),
+        );
+    }
+    let mut all_warnings = warnings;
+    all_warnings.append(&mut response.warnings);
+    response.warnings = all_warnings;
+    for (name, value) in meta {
+        response.meta.insert(name, value);
+    }
+    response
+}
+
+/// A parsed, validated invocation (stage 4), ready for stages 5–8.
+pub(crate) struct Prepared {
+    pub(crate) args: Args,
+    pub(crate) invocation: Invocation,
+    pub(crate) state: StateConfig,
+    pub(crate) timeout_ms: u64,
 }
 
 enum Supervised {

@@ -59,6 +59,10 @@ pub struct Failure {
     pub phase: Phase,
     /// `data` of a failure payload (INCOMPLETE); `None` writes `data: null`.
     pub data: Option<Value>,
+    /// Set when job work stopped at a safe point on the runtime's request (budget, SIGTERM,
+    /// cancel, lifetime): not an answer of its own, the framework turns it into INCOMPLETE
+    /// `paused`, a cancellation or TIMEOUT.
+    pub job_stop: Option<crate::runtime::stop::StopReason>,
 }
 
 impl Failure {
@@ -75,7 +79,16 @@ impl Failure {
             retry_after_ms: None,
             phase: Phase::Execution,
             data: None,
+            job_stop: None,
         }
+    }
+
+    /// Job work met a stop request at a safe point (see [`Failure::job_stop`]); return it at
+    /// once, nothing else.
+    pub fn job_stopped(reason: crate::runtime::stop::StopReason) -> Self {
+        let mut failure = Failure::new(Exit::INCOMPLETE, "INCOMPLETE", "the work stopped");
+        failure.job_stop = Some(reason);
+        failure
     }
 
     /// An ARG_ERROR in the validation phase.

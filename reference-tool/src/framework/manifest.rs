@@ -94,6 +94,7 @@ pub fn command_entry(spec: &CommandSpec) -> Value {
     }
     if spec.is_async {
         entry.insert("async".into(), json!(true));
+        entry.insert("job_descriptor_schema".into(), job_descriptor_schema());
     }
     if let Some(i) = &spec.interruption {
         let mut interruption = Map::new();
@@ -117,6 +118,13 @@ pub fn command_entry(spec: &CommandSpec) -> Value {
         entry.insert("stdout".into(), json!("protocol"));
     }
     Value::Object(entry)
+}
+
+/// The JSON Schema of the job descriptor an `async` command answers with (REQ-C-022): the
+/// project's own `schemas/job-descriptor.json`, embedded so the two never drift.
+pub fn job_descriptor_schema() -> Value {
+    serde_json::from_str(include_str!("../../../schemas/job-descriptor.json"))
+        .unwrap_or_else(|_| json!({"type": "object"}))
 }
 
 /// Keys sorted at every level, no whitespace.

@@ -70,6 +70,7 @@ pub mod cli;
 pub mod context;
 pub mod envelope;
 pub mod exit;
+pub mod interrupt;
 pub mod manifest;
 pub mod modes;
 pub mod registry;

@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use super::context::{Ctx, Failure};
 use super::exit::{Exit, ExitCodeEntry, SideEffects};
+use crate::runtime::context::JobContext;
 
 /// Mutation risk of a command (REQ-C-002).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -168,6 +169,13 @@ pub struct PositionalSpec {
 /// failure; it never sets the exit code of a success, never writes stdout.
 pub type RunFn = Arc<dyn Fn(&mut Ctx) -> Result<Value, Failure> + Send + Sync>;
 
+/// The work of an interruptible or `async` command: the same function runs in the detached
+/// worker and in the front process of a resume-only command. It gets the framework's [`Ctx`]
+/// (arguments, warnings, pacing) and the runtime's [`JobContext`] (progress, checkpoints,
+/// stop requests); a stop met at a safe point is returned as [`Failure::job_stopped`].
+pub type JobRunFn =
+    Arc<dyn Fn(&mut Ctx, &mut JobContext<'_>) -> Result<Value, Failure> + Send + Sync>;
+
 /// Flag names the framework owns: a command may not declare them itself.
 pub const FRAMEWORK_FLAGS: &[&str] =
     &["output", "timeout", "instance-id", "idempotency-key", "budget", "help", "version"];
@@ -208,6 +216,10 @@ pub struct CommandSpec {
     pub idempotency_key: bool,
     /// Default wall-clock limit.
     pub default_timeout_ms: u64,
+    /// The job work of an interruptible or `async` command ([`CommandSpec::job_work`]).
+    pub job_run: Option<JobRunFn>,
+    /// A `job` built-in that waits and so takes `--budget` without declaring interruption.
+    pub takes_budget: bool,
     /// The work.
     pub run: RunFn,
 }
@@ -241,6 +253,8 @@ impl CommandSpec {
             builtin: false,
             idempotency_key: true,
             default_timeout_ms: DEFAULT_TIMEOUT_MS,
+            job_run: None,
+            takes_budget: false,
             run: Arc::new(run),
         }
     }
@@ -340,6 +354,37 @@ impl CommandSpec {
     /// Sets the default wall-clock limit (REQ-F-011).
     pub fn timeout_ms(mut self, ms: u64) -> Self {
         self.default_timeout_ms = ms;
+        self
+    }
+
+    /// A command whose work runs through the job runtime (interruptible or `async`): its
+    /// plain `run` is never called, [`CommandSpec::job_work`] is set to `work`.
+    pub fn with_job_work(
+        path: &str,
+        description: &str,
+        work: impl Fn(&mut Ctx, &mut JobContext<'_>) -> Result<Value, Failure> + Send + Sync + 'static,
+    ) -> Self {
+        CommandSpec::new(path, description, |_ctx| {
+            Err(Failure::internal("this command runs only through the job runtime"))
+        })
+        .job_work(work)
+    }
+
+    /// The work of an interruptible or `async` command, run through the job runtime (see
+    /// [`JobRunFn`]). Such a command's plain `run` is never called.
+    pub fn job_work(
+        mut self,
+        work: impl Fn(&mut Ctx, &mut JobContext<'_>) -> Result<Value, Failure> + Send + Sync + 'static,
+    ) -> Self {
+        self.job_run = Some(Arc::new(work));
+        self
+    }
+
+    /// A `job` built-in that holds its caller (`job wait`): it takes `--budget` although it
+    /// declares no interruption (CONTRACT §9 leaves that open; the manifest rule exempts
+    /// `job.*`). Refused on anything but a built-in.
+    pub fn budget_flag(mut self) -> Self {
+        self.takes_budget = true;
         self
     }
 
@@ -476,6 +521,9 @@ pub enum RegistrationError {
     /// A zero default timeout.
     #[error("failed to register {0:?}: the default timeout must be greater than zero")]
     ZeroDefaultTimeout(String),
+    /// An interruptible or `async` command without its job work ([`CommandSpec::job_work`]).
+    #[error("failed to register {0:?}: an interruptible or async command needs job_work")]
+    MissingJobWork(String),
 }
 
 /// Paths only the framework may register.
@@ -659,7 +707,16 @@ pub fn validate(mut spec: CommandSpec) -> Result<CommandSpec, RegistrationError>
             .framework(),
         );
     }
-    if spec.interruption.is_some() {
+    if spec.takes_budget && (!spec.builtin || spec.interruption.is_some()) {
+        return Err(RegistrationError::ReservedOrInvalidFlag {
+            path: err_path(),
+            flag: "budget".into(),
+        });
+    }
+    if (spec.interruption.is_some() || spec.is_async) && spec.job_run.is_none() {
+        return Err(RegistrationError::MissingJobWork(err_path()));
+    }
+    if spec.interruption.is_some() || spec.takes_budget {
         spec.flags.push(
             FlagSpec::string(
                 "budget",

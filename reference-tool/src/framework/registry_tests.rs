@@ -9,12 +9,9 @@ use super::registry::{
 };
 
 fn base(path: &str) -> CommandSpec {
-    CommandSpec::new(path, "Does a thing", |_ctx| Ok(json!({}))).exit(
-        Exit::SUCCESS,
-        "Done",
-        false,
-        SideEffects::Complete,
-    )
+    CommandSpec::new(path, "Does a thing", |_ctx| Ok(json!({})))
+        .exit(Exit::SUCCESS, "Done", false, SideEffects::Complete)
+        .job_work(|_ctx, _job| Ok(json!({})))
 }
 
 fn reader_with_interruption(detach: bool, resume: bool) -> CommandSpec {
@@ -267,4 +264,22 @@ fn interruptible_commands_default_to_their_lifetime_limit() {
     assert_eq!(default_timeout_ms(&base("plain").timeout_ms(1234)), 1234);
     assert_eq!(default_timeout_ms(&reader_with_interruption(true, true)), DEFAULT_MAX_LIFETIME_MS);
     assert_eq!(default_timeout_ms(&writer_with_resume()), 7_200_000);
+}
+
+#[test]
+fn interruptible_work_needs_its_job_work() {
+    let mut spec = reader_with_interruption(true, true);
+    spec.job_run = None;
+    assert_eq!(refuse(spec), E::MissingJobWork("analyze".into()));
+}
+
+#[test]
+fn only_a_builtin_takes_budget_without_interruption() {
+    assert!(matches!(
+        refuse(base("waiter").budget_flag()),
+        E::ReservedOrInvalidFlag { flag, .. } if flag == "budget"
+    ));
+    let mut registry = Registry::new();
+    registry.register(base("job.wait").builtin().budget_flag()).unwrap();
+    assert!(registry.get("job.wait").unwrap().accepts_budget());
 }

@@ -32,9 +32,23 @@ use super::jobs::{JobError, JobStatus, JobStore, JobView, RESULT_FILE};
 pub const LIVENESS_INTERVAL: Duration = Duration::from_millis(150);
 
 /// An inotify watch on one job directory.
+///
+/// Closing an inotify instance that held a watch blocks for a kernel grace period (about
+/// 8–25 ms, measured), longer than the whole wake-up; so the instance is closed on a short-lived
+/// background thread when the watcher is dropped, and the waiter answers at once.
 #[derive(Debug)]
 pub struct JobWatcher {
-    inotify: Inotify,
+    inotify: Option<Inotify>,
+}
+
+impl Drop for JobWatcher {
+    fn drop(&mut self) {
+        if let Some(inotify) = self.inotify.take() {
+            // If no thread can be made, the closure (and the close) runs here instead.
+            let closer = move || drop(inotify);
+            let _ = std::thread::Builder::new().name("inotify-close".into()).spawn(closer);
+        }
+    }
 }
 
 impl JobWatcher {
@@ -51,21 +65,22 @@ impl JobWatcher {
                     | AddWatchFlags::IN_ONLYDIR,
             )
             .map_err(io::Error::from)?;
-        Ok(JobWatcher { inotify })
+        Ok(JobWatcher { inotify: Some(inotify) })
     }
 
     /// Sleeps until something changes in the directory or `timeout` passes. Returns whether
     /// anything changed. Pending events are drained.
     pub fn wait(&self, timeout: Duration) -> io::Result<bool> {
+        let Some(inotify) = &self.inotify else { return Ok(false) };
         let ms = u16::try_from(timeout.as_millis().min(u128::from(u16::MAX))).unwrap_or(u16::MAX);
-        let mut fds = [PollFd::new(self.inotify.as_fd(), PollFlags::POLLIN)];
+        let mut fds = [PollFd::new(inotify.as_fd(), PollFlags::POLLIN)];
         let ready = match poll(&mut fds, PollTimeout::from(ms)) {
             Ok(n) => n > 0,
             Err(nix::errno::Errno::EINTR) => false,
             Err(e) => return Err(e.into()),
         };
         if ready {
-            match self.inotify.read_events() {
+            match inotify.read_events() {
                 Ok(_) | Err(nix::errno::Errno::EAGAIN) => {}
                 Err(e) => return Err(e.into()),
             }

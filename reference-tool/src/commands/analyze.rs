@@ -1,0 +1,198 @@
+//! `reftool analyze FILE`: statistics over a CSV file (a header row, then data rows): the row
+//! count, and per column the count, mean, min and max of its numeric values.
+//!
+//! Safe, `interruption: {detach: true, resume: true}`: the file is read in chunks of
+//! [`CHUNK_BYTES`] (one unit of pacing each); after each chunk the work reports progress in
+//! bytes of complete lines consumed and, for a regular file, checkpoints its running totals
+//! and its offset (keyed by the file's fingerprint: size, mtime, inode). A resumed run seeks to
+//! the offset and gives the result an uninterrupted run gives. `FILE` may be `-` (stdin, spooled
+//! into the job first) or a named pipe: a pipe cannot be resumed, and a pipe whose writer goes
+//! quiet stops the progress, which the idle watchdog ends with STALLED.
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::work::{existing, pace, progress, read_failure, required, safe_point, stop_point};
+use crate::framework::{CommandSpec, Ctx, Exit, Failure, Interruption, SideEffects, ValueType};
+use crate::runtime::checkpoint::file_fingerprint;
+use crate::runtime::context::JobContext;
+use crate::runtime::identity::digest_file;
+
+/// Bytes read per unit of work.
+pub const CHUNK_BYTES: usize = 16 * 1024;
+
+/// The declaration.
+pub fn spec() -> CommandSpec {
+    CommandSpec::with_job_work(
+        "analyze",
+        "Compute statistics over a CSV file: rows, and count/mean/min/max per numeric column",
+        work,
+    )
+    .positional("file", ValueType::String, true, "The CSV file (header row first); - reads stdin")
+    .interruption(Interruption {
+        detach: true,
+        resume: true,
+        idle_timeout_ms: None,
+        max_lifetime_ms: None,
+    })
+    .exit(Exit::SUCCESS, "The statistics are computed", false, SideEffects::Complete)
+    .exit(Exit::NOT_FOUND, "The file does not exist", false, SideEffects::None)
+    .exit(
+        Exit::PRECONDITION,
+        "The file cannot be read, or is not UTF-8 CSV text",
+        false,
+        SideEffects::None,
+    )
+    .exit(
+        Exit::TIMEOUT,
+        "The work stopped: no progress for idle_timeout_ms (STALLED), or past --timeout",
+        false,
+        SideEffects::None,
+    )
+    .exit(
+        Exit::INCOMPLETE,
+        "The work continues in the background; run data.continue_command",
+        true,
+        SideEffects::None,
+    )
+}
+
+/// Running statistics of one column.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ColumnStats {
+    /// The header name.
+    pub name: String,
+    /// Numeric values seen.
+    pub count: u64,
+    /// Their sum.
+    pub sum: f64,
+    /// Smallest value.
+    pub min: Option<f64>,
+    /// Largest value.
+    pub max: Option<f64>,
+}
+
+/// The checkpointed state: where the next line starts and the totals so far.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AnalyzeState {
+    /// Bytes of complete lines consumed.
+    pub offset: u64,
+    /// Data rows seen.
+    pub rows: u64,
+    /// One entry per header column (empty until the header is read).
+    pub columns: Vec<ColumnStats>,
+}
+
+impl AnalyzeState {
+    fn line(&mut self, line: &[u8]) -> Result<(), Failure> {
+        let text = std::str::from_utf8(line).map_err(|_| {
+            Failure::new(Exit::PRECONDITION, "INPUT_NOT_TEXT", "the file is not UTF-8 text")
+        })?;
+        let text = text.trim_end_matches('\r');
+        if self.columns.is_empty() {
+            self.columns = text
+                .split(',')
+                .map(|name| ColumnStats { name: name.trim().to_owned(), ..ColumnStats::default() })
+                .collect();
+            return Ok(());
+        }
+        if text.trim().is_empty() {
+            return Ok(());
+        }
+        self.rows += 1;
+        for (column, field) in self.columns.iter_mut().zip(text.split(',')) {
+            if let Ok(v) = field.trim().parse::<f64>()
+                && v.is_finite()
+            {
+                column.count += 1;
+                column.sum += v;
+                column.min = Some(column.min.map_or(v, |m| m.min(v)));
+                column.max = Some(column.max.map_or(v, |m| m.max(v)));
+            }
+        }
+        Ok(())
+    }
+
+    fn result(&self, file: &str) -> Value {
+        let columns: Vec<Value> = self
+            .columns
+            .iter()
+            .map(|c| {
+                let mean = (c.count > 0).then(|| c.sum / c.count as f64);
+                json!({"name": c.name, "count": c.count, "mean": mean, "min": c.min, "max": c.max})
+            })
+            .collect();
+        json!({"file": file, "rows": self.rows, "bytes": self.offset, "columns": columns})
+    }
+}
+
+fn work(ctx: &mut Ctx, job: &mut JobContext<'_>) -> Result<Value, Failure> {
+    let file = required(ctx, "file")?.to_owned();
+    let path: PathBuf = if file == "-" {
+        job.stdin_path().ok_or_else(|| Failure::internal("stdin was not spooled"))?
+    } else {
+        existing(&file)?
+    };
+    let meta = std::fs::metadata(&path).map_err(|e| read_failure(&path, &e))?;
+    let regular = meta.is_file();
+    let total = regular.then_some(meta.len());
+    // The spool of stdin is renewed with each job, so its fingerprint is its content's.
+    let fingerprint = if file == "-" {
+        digest_file(&path).map(|d| format!("sha256:{d}"))
+    } else {
+        file_fingerprint(&path)
+    }
+    .map_err(|e| read_failure(&path, &e))?;
+    let checkpoints = job.file_checkpoints(fingerprint);
+    let mut state = AnalyzeState::default();
+    if regular {
+        let restored = checkpoints
+            .restore::<AnalyzeState>()
+            .map_err(|e| Failure::internal(format!("failed to read the checkpoint: {e}")))?;
+        for w in &restored.warnings {
+            ctx.warn(w.code, w.message.clone());
+        }
+        if let Some(saved) = restored.state {
+            state = saved;
+        }
+        job.resume_from(state.offset).map_err(|e| Failure::internal(e.to_string()))?;
+    }
+    let mut input = File::open(&path).map_err(|e| read_failure(&path, &e))?;
+    if state.offset > 0 {
+        input.seek(SeekFrom::Start(state.offset)).map_err(|e| read_failure(&path, &e))?;
+    }
+    let mut pending: Vec<u8> = Vec::new();
+    let mut buf = vec![0u8; CHUNK_BYTES];
+    loop {
+        pace(ctx);
+        let n = input.read(&mut buf).map_err(|e| read_failure(&path, &e))?;
+        if n == 0 {
+            break;
+        }
+        pending.extend_from_slice(&buf[..n]);
+        let mut start = 0;
+        while let Some(pos) = pending[start..].iter().position(|b| *b == b'\n') {
+            state.line(&pending[start..start + pos])?;
+            start += pos + 1;
+        }
+        state.offset += start as u64;
+        pending.drain(..start);
+        progress(job, state.offset, total, "bytes")?;
+        if regular {
+            safe_point(job.checkpoint(&checkpoints, &state, state.offset))?;
+        } else {
+            stop_point(job)?;
+        }
+    }
+    if !pending.is_empty() {
+        state.line(&pending)?;
+        state.offset += pending.len() as u64;
+    }
+    progress(job, state.offset, total.or(Some(state.offset)), "bytes")?;
+    let _ = checkpoints.remove();
+    Ok(state.result(&file))
+}
