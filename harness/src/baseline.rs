@@ -152,7 +152,11 @@ impl Syntax {
 
 /// Line and column (1-based) of a byte offset.
 fn position_of(text: &str, offset: usize) -> Position {
-    let before = &text[..offset.min(text.len())];
+    let mut end = offset.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let before = &text[..end];
     let line = before.matches('\n').count() + 1;
     let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
     Position { line, column }

@@ -258,7 +258,9 @@ pub fn snapshot_targets(steps: &[StepRecord]) -> Vec<(String, &StepRecord)> {
         }
         let group = &steps[i..end];
         let incomplete = |s: &StepRecord| s.ended == Ended::Exited { code: INCOMPLETE };
-        let (last, before) = group.split_last().unwrap_or((&group[0], &[]));
+        let Some((last, before)) = group.split_last() else {
+            break;
+        };
         if before.iter().all(incomplete) && !incomplete(last) {
             out.push((base, last));
         } else {
