@@ -132,8 +132,19 @@ pub fn render(report: &RunReport, colour: bool) -> String {
         .collect();
     if !failed.is_empty() {
         let _ = writeln!(out, "\n{}", p.bold("Failures"));
+        let mut any_repro = false;
         for r in failed {
-            render_failure(&mut out, p, r);
+            any_repro |= render_failure(&mut out, p, r);
+        }
+        if any_repro {
+            let _ = writeln!(
+                out,
+                "\n{}",
+                p.dim(
+                    "The commands run in the scenario's sandbox, removed afterwards unless \
+                     `conform run --keep-sandboxes` kept it."
+                )
+            );
         }
     }
     render_notes(&mut out, p, report);
@@ -175,7 +186,8 @@ fn render_notes(out: &mut String, p: Paint, report: &RunReport) {
     }
 }
 
-fn render_failure(out: &mut String, p: Paint, r: &ScenarioResult) {
+/// Writes one failure; returns whether it showed a repro command.
+fn render_failure(out: &mut String, p: Paint, r: &ScenarioResult) -> bool {
     let _ = writeln!(
         out,
         "\n{} {} ({}, {})",
@@ -203,7 +215,8 @@ fn render_failure(out: &mut String, p: Paint, r: &ScenarioResult) {
             let _ = writeln!(out, "    {}", colour_diff_line(p, line));
         }
     }
-    for step in steps_to_show(r) {
+    let steps = steps_to_show(r);
+    for step in &steps {
         let _ = writeln!(out, "  reproduce `{}` ({}):", step.name, step.ended);
         let _ = writeln!(out, "    {}", step.repro);
         let stderr = step.stderr.text.trim_end();
@@ -216,6 +229,7 @@ fn render_failure(out: &mut String, p: Paint, r: &ScenarioResult) {
             }
         }
     }
+    !steps.is_empty()
 }
 
 fn colour_diff_line(p: Paint, line: &str) -> String {
