@@ -168,7 +168,7 @@ fn work(ctx: &mut Ctx, job: &mut JobContext<'_>) -> Result<Value, Failure> {
     let mut pending: Vec<u8> = Vec::new();
     let mut buf = vec![0u8; CHUNK_BYTES];
     loop {
-        pace(ctx);
+        pace(ctx, job)?;
         let n = input.read(&mut buf).map_err(|e| read_failure(&path, &e))?;
         if n == 0 {
             break;

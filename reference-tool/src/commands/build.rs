@@ -23,6 +23,7 @@ pub fn spec() -> CommandSpec {
     )
     .flag(FlagSpec::string("src", "The source directory (default: the working directory)"))
     .asynchronous()
+    .timeout_ms(3_600_000)
     .exit(
         Exit::SUCCESS,
         "The job is started: data is its job descriptor (and, from job wait, the index)",
@@ -55,7 +56,7 @@ fn work(ctx: &mut Ctx, job: &mut JobContext<'_>) -> Result<Value, Failure> {
     let mut tree = Sha256::new();
     let mut bytes = 0u64;
     for (i, rel) in files.iter().enumerate() {
-        pace(ctx);
+        pace(ctx, job)?;
         let full = root.join(rel);
         let content = std::fs::read(&full).map_err(|e| read_failure(&full, &e))?;
         bytes += content.len() as u64;

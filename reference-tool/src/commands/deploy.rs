@@ -128,7 +128,7 @@ fn pack(
     };
     emit(&mut out, b"RTAR 1\n")?;
     for (i, rel) in files.iter().enumerate() {
-        pace(ctx);
+        pace(ctx, job)?;
         let full = root.join(rel);
         let content = std::fs::read(&full).map_err(|e| read_failure(&full, &e))?;
         let name = rel.to_string_lossy().replace(['\t', '\n'], " ");

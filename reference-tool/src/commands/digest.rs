@@ -106,7 +106,7 @@ fn work(ctx: &mut Ctx, job: &mut JobContext<'_>) -> Result<Value, Failure> {
         }
     }
     loop {
-        pace(ctx);
+        pace(ctx, job)?;
         let n = input.read(&mut buf).map_err(|e| read_failure(&path, &e))?;
         if n == 0 {
             break;

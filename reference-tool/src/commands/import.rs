@@ -22,9 +22,10 @@ use crate::framework::{
     CommandSpec, Ctx, DangerLevel, Exit, Failure, FlagSpec, Interruption, Phase, SideEffects,
     ValueType,
 };
-use crate::runtime::checkpoint::file_fingerprint;
+use crate::runtime::checkpoint::{SqliteCheckpoints, file_fingerprint};
 use crate::runtime::context::JobContext;
 use crate::runtime::jobs::JobStore;
+use crate::runtime::stop::StopReason;
 
 /// Rows per transaction (one unit of pacing).
 pub const CHUNK_ROWS: usize = 100;
@@ -159,7 +160,7 @@ fn work(ctx: &mut Ctx, job: &mut JobContext<'_>) -> Result<Value, Failure> {
     );
     let mut first = fresh;
     loop {
-        pace(ctx);
+        pace(ctx, job).map_err(|f| discard_on_cancel(f, &checkpoints, &db))?;
         let mut chunk: Vec<Vec<String>> = Vec::with_capacity(CHUNK_ROWS);
         let mut consumed = 0u64;
         let mut line = String::new();
@@ -216,12 +217,18 @@ fn work(ctx: &mut Ctx, job: &mut JobContext<'_>) -> Result<Value, Failure> {
         }
         progress(job, state.rows, None, "rows")?;
         let flow = job.commit_with(&checkpoints, tx, &state, state.rows);
-        if let Err(f) = safe_point(flow) {
-            if f.job_stop == Some(crate::runtime::stop::StopReason::Cancelled) {
-                // A cancel discards the checkpoint; the rows already committed stay.
-                let _ = checkpoints.remove(&db);
-            }
-            return Err(f);
-        }
+        safe_point(flow).map_err(|f| discard_on_cancel(f, &checkpoints, &db))?;
     }
+}
+
+/// A cancel discards the checkpoint (the rows already committed stay).
+fn discard_on_cancel(
+    failure: Failure,
+    checkpoints: &SqliteCheckpoints,
+    db: &Connection,
+) -> Failure {
+    if failure.job_stop == Some(StopReason::Cancelled) {
+        let _ = checkpoints.remove(db);
+    }
+    failure
 }

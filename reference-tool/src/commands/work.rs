@@ -1,6 +1,7 @@
 //! Helpers the job work of reftool's commands shares: safe points as `?`, input files, pacing.
 
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use crate::framework::{Ctx, Exit, Failure, Phase};
 use crate::runtime::checkpoint::{CheckpointError, Flow};
@@ -42,10 +43,22 @@ pub fn stop_point(job: &mut JobContext<'_>) -> Result<(), Failure> {
     }
 }
 
-/// Sleeps `REFTOOL_PACE_MS` for one unit of work.
-pub fn pace(ctx: &Ctx) {
-    if !ctx.invocation.pace.is_zero() {
-        std::thread::sleep(ctx.invocation.pace);
+/// How often a paced sleep looks for a stop request.
+const PACE_SLICE: Duration = Duration::from_millis(5);
+
+/// Sleeps `REFTOOL_PACE_MS` before one unit of work, and is a safe point itself: call it only
+/// where the state equals the last checkpoint (before the first unit, or right after a
+/// checkpoint), so a stop requested meanwhile (budget, SIGTERM, cancel) is honoured at once
+/// instead of after one more unit.
+pub fn pace(ctx: &Ctx, job: &mut JobContext<'_>) -> Result<(), Failure> {
+    let until = Instant::now() + ctx.invocation.pace;
+    loop {
+        stop_point(job)?;
+        let now = Instant::now();
+        if now >= until {
+            return Ok(());
+        }
+        std::thread::sleep((until - now).min(PACE_SLICE));
     }
 }
 

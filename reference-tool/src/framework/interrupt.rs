@@ -437,7 +437,6 @@ fn front(app: &App, spec: &CommandSpec, call: Call<'_>) -> Result<Response, Fail
         tool: tool_prefix(&invocation, &instance),
         budget_ms: budget.and_then(|b| b.meta_budget_ms),
     };
-    let sigterm = app.sigterm_flag();
     let claim =
         wake::claim(&jobs.store.clone(), jobs.conn(), new, budget_deadline).map_err(job_failure)?;
     let view = match claim {
@@ -479,7 +478,6 @@ fn front(app: &App, spec: &CommandSpec, call: Call<'_>) -> Result<Response, Fail
         }
         // Never wait on the child: it runs on in its own session after this process exits.
         drop(child);
-        let _ = sigterm;
         return wait_and_answer(&mut jobs, &answering, &instance, &id, budget_deadline);
     }
     run_inline(
@@ -508,6 +506,12 @@ fn wait_and_answer(
     let view = match outcome {
         WaitOutcome::Ended(view) | WaitOutcome::Pending(view) => view,
     };
+    if sigterm.load(std::sync::atomic::Ordering::SeqCst) {
+        // Handed off on SIGTERM, not at the budget: the message must not claim otherwise.
+        let handed_off =
+            Answering { app: answering.app, tool: answering.tool.clone(), budget_ms: None };
+        return Ok(handed_off.answer(&view));
+    }
     Ok(answering.answer(&view))
 }
 
@@ -775,6 +779,16 @@ fn worker_inner(app: &App, dir: &Path) -> Result<u8, String> {
         StateDb::open(&state, app.state_migrations()).map_err(|e: StateError| e.to_string())?;
     let store = JobStore::new(state.ensure_dir().map_err(|e| e.to_string())?);
     let sigterm = app.sigterm_flag();
+    {
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "reftool worker {}: job {} ({}) started",
+            std::process::id(),
+            record.job_id,
+            record.command_path
+        );
+    }
     let conn: &Connection = db.conn();
     worker::worker_main(&store, conn, dir, Some(sigterm), |job| worker_work(app, job))
         .map_err(|e| e.to_string())
