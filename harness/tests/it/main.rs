@@ -12,3 +12,4 @@ mod scenarios;
 mod support;
 mod baseline;
 mod snapshot;
+mod discover;
