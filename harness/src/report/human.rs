@@ -141,7 +141,8 @@ pub fn render(report: &RunReport, colour: bool) -> String {
                 out,
                 "\n{}",
                 p.dim(
-                    "The commands run in the scenario's sandbox, removed afterwards unless \
+                    "The commands ran in the scenario's sandbox (its directory, with HOME, XDG_* \
+                     and TMPDIR inside it), removed afterwards unless \
                      `conform run --keep-sandboxes` kept it."
                 )
             );
