@@ -29,9 +29,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::outcome::{
-    Ended, Finding, ReproCommand, ScenarioResult, Status, StepRecord, unified_diff,
-};
+use crate::outcome::{Ended, Finding, ReproCommand, ScenarioResult, Status, StepRecord};
 use crate::redact::{Redactor, job_ids_in_command};
 
 /// How the note about a newly written snapshot begins (reporters summarize these).
@@ -307,11 +305,6 @@ fn collect_job_ids(value: &Value, out: &mut Vec<String>) {
         Value::Array(items) => items.iter().for_each(|v| collect_job_ids(v, out)),
         _ => {}
     }
-}
-
-/// The diff a `snapshot-drift` finding shows, from stored to current.
-pub fn drift_diff(stored: &str, current: &str) -> String {
-    unified_diff(stored, current)
 }
 
 /// Writes through a temporary file in the same directory and renames it into place, so an
