@@ -272,6 +272,12 @@ mod end_to_end {
         assert_eq!(s["baseline"]["kind"], "expected_failure");
         assert_eq!(envelope["data"]["counts"]["expected_fail"], 1);
         assert_eq!(envelope["ok"], true);
+        use crate::report::{errors, validator};
+        assert_eq!(errors(&validator("response-envelope.json"), &envelope), Vec::<String>::new());
+        assert_eq!(
+            errors(&validator("conform-report.json"), &envelope["data"]),
+            Vec::<String>::new()
+        );
     }
 
     #[test]

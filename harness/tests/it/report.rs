@@ -164,13 +164,13 @@ fn schemas_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../schemas")
 }
 
-fn validator(file: &str) -> jsonschema::Validator {
+pub fn validator(file: &str) -> jsonschema::Validator {
     let text = std::fs::read_to_string(schemas_dir().join(file)).unwrap();
     let schema: Value = serde_json::from_str(&text).unwrap();
     jsonschema::validator_for(&schema).unwrap()
 }
 
-fn errors(v: &jsonschema::Validator, instance: &Value) -> Vec<String> {
+pub fn errors(v: &jsonschema::Validator, instance: &Value) -> Vec<String> {
     v.iter_errors(instance).map(|e| format!("{}: {e}", e.instance_path())).collect()
 }
 
