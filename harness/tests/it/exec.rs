@@ -405,3 +405,26 @@ fn driver_faults_are_errors_not_outcomes() {
     invocation.cwd = sandbox.root().join("missing");
     assert!(exec::run(&invocation).is_err());
 }
+
+#[test]
+fn a_tool_that_exits_cleanly_on_sigterm_still_counts_as_timed_out() {
+    let sandbox = Sandbox::new().unwrap();
+    let mut invocation = sandbox.invocation(sh("trap 'exit 0' TERM; sleep 100 & wait"));
+    invocation.timeout = Duration::from_millis(300);
+    let outcome = exec::run(&invocation).unwrap();
+    assert_eq!(outcome.termination, Termination::TimedOut);
+    assert!(outcome.elapsed < SLACK);
+    assert_nothing_left(&sandbox);
+}
+
+#[test]
+fn signalling_a_step_that_already_ended_changes_nothing() {
+    let sandbox = Sandbox::new().unwrap();
+    let running = exec::spawn(&sandbox.invocation(sh("exit 5"))).unwrap();
+    // Long enough for the exit, and usually for the pump to reap it as well.
+    std::thread::sleep(Duration::from_millis(500));
+    running.kill_group(Signal::SIGKILL).unwrap();
+    running.signal(Signal::SIGKILL).unwrap();
+    let outcome = running.wait().unwrap();
+    assert_eq!(outcome.termination, Termination::Exited(5));
+}
