@@ -21,8 +21,10 @@
 //!   driver without blocking and closed once everything is written, so a tool that never reads
 //!   cannot stall conform. [`StdinMode::OpenPipe`] is a pipe held open, never written, until the
 //!   step ends. [`StdinMode::Pty`] is the slave side of a fresh pseudo-terminal (`isatty(0)` is
-//!   true; it is not made the controlling terminal); the driver keeps the master side open until
-//!   the step ends and drains and drops whatever the tool writes to its terminal.
+//!   true; it is not made the controlling terminal, and its window size is 0×0); the driver
+//!   keeps the master side open until the step ends and drains and drops whatever the tool
+//!   writes to its terminal. Nobody types: a read from it waits. After the step, a descendant
+//!   that kept the terminal as its stdin reads an error (the master is closed), no SIGHUP.
 //! - **Capture.** stdout and stderr are pipes read until end-of-file. Of each, the first
 //!   [`Invocation::capture_limit`] bytes are kept and the rest is counted
 //!   ([`Captured::total_len`]) and dropped: the tool never blocks on a full pipe and conform's
