@@ -13,7 +13,7 @@ use crate::discover::{check_rule, compact};
 use crate::exec::{Outcome, Termination};
 use crate::outcome::{Finding, StepRecord, millis};
 use crate::redact::Redactor;
-use crate::scenario::{Expect, PointerCheck, Stream, template_vars};
+use crate::scenario::{Expect, PointerCheck, Stream, UNLIKE_MIN_CHARS, template_vars};
 use crate::schemas;
 
 /// After the process exited, stdout and stderr must reach end-of-file within this long for the
@@ -163,6 +163,7 @@ pub fn check_one(expect: &Expect, obs: &Observation, resolve: &dyn Resolve) -> V
         );
     }
     let needs_json = expect.schema.is_some()
+        || !expect.differs_from.is_empty()
         || !expect.json.is_empty()
         || expect.matches_calibrated == Some(true)
         || expect.same_response_as.is_some()
@@ -286,6 +287,36 @@ fn json_checks(
     }
     for check in &expect.json {
         pointer_check(check, response, resolve, findings);
+    }
+    for d in &expect.differs_from {
+        let mine = response.pointer(&d.pointer).and_then(Value::as_str);
+        let theirs = resolve.last_of(&d.step).and_then(|o| o.str_at(&d.pointer));
+        match (mine, theirs) {
+            (Some(a), Some(b)) => {
+                let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+                let differing = (0..a.len().max(b.len())).filter(|&i| a.get(i) != b.get(i)).count();
+                if differing < UNLIKE_MIN_CHARS {
+                    findings.push(
+                        Finding::new(
+                            "unlike",
+                            format!(
+                                "`{}` differs from step `{}`'s in only {differing} places: it looks counted or timed, not random",
+                                d.pointer, d.step
+                            ),
+                        )
+                        .expected(format!("at least {UNLIKE_MIN_CHARS} differing characters"))
+                        .actual(format!("{} vs {}", a.iter().collect::<String>(), b.iter().collect::<String>())),
+                    );
+                }
+            }
+            _ => findings.push(Finding::new(
+                "unlike",
+                format!(
+                    "`{}` is not a string in this response and in step `{}`'s",
+                    d.pointer, d.step
+                ),
+            )),
+        }
     }
     for rule in &expect.manifest_rules {
         findings.extend(check_rule(*rule, response));

@@ -172,6 +172,7 @@
 //! | `matches_calibrated` | after redaction, `ok`, `data`, `error` and the exit code equal the role's `--budget 0` response | `calibrated-equality` |
 //! | `same_response_as`   | the same, against an earlier step's last response           | `same-response` |
 //! | `same`               | these pointers have one value across all responses of the step (copies, hops) | `same-value` |
+//! | `differs_from`       | `[{ step, pointer }]`: the string differs from that step's in ≥ 8 positions (random ids, not counters) | `unlike` |
 //! | `no_ansi`            | these streams (`stdout`, `stderr`) hold no ANSI escape       | `ansi` |
 //! | `manifest_rules`     | the manifest keeps these registration rules: `detach-or-resume`, `incomplete-entry`, `incomplete-entry-shape`, `not-async-or-streaming`, `resumable-writer-has-key`, `budget-flag-only-when-interruptible` | `manifest-rule` |
 //!

@@ -237,6 +237,20 @@ impl ExitSpec {
     }
 }
 
+/// How many character positions two random ids must differ in at least: a counter or a clock
+/// changes a few, 64 random bits change about 15 of 16 hex digits.
+pub const UNLIKE_MIN_CHARS: usize = 8;
+
+/// A value of an earlier step's last response.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StepPointer {
+    /// The earlier step.
+    pub step: String,
+    /// The JSON pointer, e.g. `/data/job_id`.
+    pub pointer: String,
+}
+
 /// A captured output stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -379,6 +393,11 @@ pub struct Expect {
     /// The static registration rules the (manifest) response must keep.
     #[serde(default)]
     pub manifest_rules: Vec<ManifestRule>,
+    /// The string at each pointer differs from the one at the same pointer of that earlier
+    /// step's last response in at least [`UNLIKE_MIN_CHARS`] positions (ids that are random,
+    /// not counters or clocks).
+    #[serde(default)]
+    pub differs_from: Vec<StepPointer>,
     /// These streams (`stdout`, `stderr`) hold no ANSI escape sequence.
     #[serde(default)]
     pub no_ansi: Vec<Stream>,
@@ -845,6 +864,12 @@ fn validate(s: &Scenario) -> Result<(), String> {
         if let Some(e) = step.expect() {
             if let Some(other) = &e.same_response_as {
                 refer(other, "`same_response_as`")?;
+            }
+            for d in &e.differs_from {
+                refer(&d.step, "`differs_from`")?;
+                if !d.pointer.starts_with('/') {
+                    return Err(format!("step `{name}`: `{}` is not a JSON pointer", d.pointer));
+                }
             }
             for p in e.json.iter().map(|p| &p.pointer).chain(&e.same) {
                 if !(p.is_empty() || p.starts_with('/')) {

@@ -253,3 +253,19 @@ fn a_hanging_tool_is_bounded_and_reported() {
         assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists(), "process {pid} survived");
     }
 }
+
+/// The fake tool names its checkpoints by their work (`count-0010`), as a counter would: the
+/// id check must see that a second job's id is the first one's.
+#[test]
+fn predictable_job_ids_are_caught() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("conform.toml");
+    std::fs::write(
+        &path,
+        "[tool]\nenv = { FAKETOOL_PACE_MS = \"150\" }\n[roles.detach]\nargv = [\"count\", \"--units\", \"10\"]\n",
+    )
+    .unwrap();
+    let (code, report) = run_json(&["--only", "job-ids-are-not-guessable"], Some(&path));
+    assert_eq!(code, 80, "{report:#}");
+    assert_eq!(findings_of(&report, "job-ids-are-not-guessable"), ["unlike"]);
+}

@@ -137,6 +137,7 @@ fn the_catalogue_uses_every_step_and_check_kind() {
         "same",
         "manifest_rules",
         "no_ansi",
+        "differs_from",
     ] {
         assert!(checks.contains(c), "no scenario uses the check {c}");
     }
