@@ -8,8 +8,11 @@
 mod support;
 
 mod args;
+mod budget;
 mod envelopes;
+mod hostile;
 mod idempotency;
+mod jobs;
 mod manifest;
 mod migrate;
 mod modes;

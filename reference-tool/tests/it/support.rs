@@ -6,9 +6,21 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 
-/// A temporary home for one test: state directory and files.
+/// A temporary home for one test: state directory and files. Dropping it kills every
+/// detached worker still running on one of its jobs, so no test leaves a process behind.
 pub struct Sandbox {
     pub dir: tempfile::TempDir,
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        for pid in self.workers() {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
 }
 
 /// What one run gave.
@@ -79,6 +91,44 @@ impl Sandbox {
         Run { exit: output.status.code().unwrap_or(-1), stdout, stderr, json }
     }
 
+    /// The pids of the detached workers running jobs of this sandbox (their argv names a job
+    /// directory inside it), optionally only those of one job.
+    pub fn workers_of(&self, job_id: Option<&str>) -> Vec<i32> {
+        let needle = self.path().to_string_lossy().into_owned();
+        let mut pids = Vec::new();
+        let Ok(entries) = std::fs::read_dir("/proc") else { return pids };
+        for entry in entries.flatten() {
+            let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+                continue;
+            };
+            let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else { continue };
+            let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            if text.contains("__worker")
+                && text.contains(&needle)
+                && job_id.is_none_or(|id| text.contains(id))
+            {
+                pids.push(pid);
+            }
+        }
+        pids
+    }
+
+    /// Every worker of this sandbox.
+    pub fn workers(&self) -> Vec<i32> {
+        self.workers_of(None)
+    }
+
+    /// A CSV file `n,square` with `rows` data rows (about 15 bytes each).
+    pub fn csv(&self, name: &str, rows: u64) -> PathBuf {
+        let mut text = String::from("n,square\n");
+        for n in 1..=rows {
+            text.push_str(&format!("{n},{}\n", n * n));
+        }
+        let path = self.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
     /// A SQLite database with one table, schema version 0.
     pub fn fresh_db(&self, name: &str) -> PathBuf {
         let path = self.path().join(name);
@@ -95,9 +145,13 @@ fn schema_dir() -> PathBuf {
 fn validator(name: &str) -> &'static jsonschema::Validator {
     static ENVELOPE: OnceLock<jsonschema::Validator> = OnceLock::new();
     static MANIFEST: OnceLock<jsonschema::Validator> = OnceLock::new();
+    static INCOMPLETE: OnceLock<jsonschema::Validator> = OnceLock::new();
+    static DESCRIPTOR: OnceLock<jsonschema::Validator> = OnceLock::new();
     let cell = match name {
         "response-envelope.json" => &ENVELOPE,
         "manifest-response.json" => &MANIFEST,
+        "incomplete-response.json" => &INCOMPLETE,
+        "job-descriptor.json" => &DESCRIPTOR,
         other => panic!("no validator for {other}"),
     };
     cell.get_or_init(|| {

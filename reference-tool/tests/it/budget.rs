@@ -1,0 +1,281 @@
+//! The call budget (REQ-F-080) and the INCOMPLETE response (REQ-F-082) on real commands:
+//! resolution order, the terminal rule on a real pty, both INCOMPLETE shapes against
+//! `schemas/incomplete-response.json`, and the continue loop through `sh -c`.
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::support::{Run, Sandbox, assert_valid};
+
+/// Milliseconds of pacing per unit in these tests.
+pub const PACE: &str = "50";
+/// Rows of the analyze fixture: about 40 chunks of 16 KiB, so about 2 s at [`PACE`].
+pub const ROWS: u64 = 45_000;
+
+/// A sandbox with `data.csv` for analyze.
+pub fn analyze_sandbox() -> Sandbox {
+    let sandbox = Sandbox::new();
+    sandbox.csv("data.csv", ROWS);
+    sandbox
+}
+
+/// A file of about 40 chunks of 64 KiB for digest.
+pub fn digest_sandbox() -> Sandbox {
+    let sandbox = Sandbox::new();
+    let text: String = (1..=330_000u32).map(|n| format!("{n}\n")).collect();
+    std::fs::write(sandbox.path().join("big.txt"), text).unwrap();
+    sandbox
+}
+
+pub fn paced(sandbox: &Sandbox, args: &[&str], env: &[(&str, &str)]) -> Run {
+    let mut all = vec![("REFTOOL_PACE_MS", PACE)];
+    all.extend_from_slice(env);
+    sandbox.run_env(args, &all)
+}
+
+/// The INCOMPLETE envelope is valid against its schema and consistent.
+pub fn assert_incomplete(run: &Run, state: &str) {
+    assert_eq!(run.exit, 14, "{}\n{}", run.stdout, run.stderr);
+    run.envelope();
+    assert_valid("incomplete-response.json", &run.json);
+    assert_eq!(run.json["data"]["state"], state);
+    assert_eq!(run.code(), "INCOMPLETE");
+}
+
+/// `ok`, `data`, `error` and the exit, with ids and paths of jobs taken out.
+pub fn comparable(run: &Run) -> Value {
+    serde_json::json!({"exit": run.exit, "ok": run.json["ok"], "data": run.json["data"],
+        "error": run.json["error"]})
+}
+
+/// Runs `line` with `sh -c` in the sandbox's environment (plus `env`) until it exits with
+/// something else than 14; every response on the way.
+pub fn continue_loop(sandbox: &Sandbox, first: &Run, env: &[(&str, &str)]) -> Vec<Run> {
+    let mut runs = Vec::new();
+    let mut line = first.json["data"]["continue_command"].as_str().unwrap().to_owned();
+    for _ in 0..100 {
+        let mut cmd = sandbox.command(&[]);
+        let exe = assert_cmd::cargo::cargo_bin("reftool");
+        let dir = exe.parent().unwrap().to_owned();
+        let path = format!("{}:{}", dir.display(), std::env::var("PATH").unwrap_or_default());
+        cmd.env("PATH", path).env("REFTOOL_PACE_MS", PACE);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut sh = std::process::Command::new("sh");
+        sh.arg("-c").arg(&line).current_dir(sandbox.path()).env_clear();
+        for (k, v) in cmd.get_envs() {
+            if let Some(v) = v {
+                sh.env(k, v);
+            }
+        }
+        sh.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let run = sandbox.finish(sh.output().unwrap());
+        let again = run.exit == 14;
+        if again {
+            line = run.json["data"]["continue_command"].as_str().unwrap().to_owned();
+        }
+        runs.push(run);
+        if !again {
+            return runs;
+        }
+    }
+    panic!("continue_command still exits 14 after 100 hops");
+}
+
+#[test]
+fn the_flag_beats_the_environment_which_beats_the_default() {
+    let sandbox = analyze_sandbox();
+    let started = Instant::now();
+    let run = paced(
+        &sandbox,
+        &["analyze", "data.csv", "--budget", "400ms"],
+        &[("AGENT_CALL_BUDGET_MS", "20000")],
+    );
+    assert_incomplete(&run, "running");
+    assert_eq!(run.json["meta"]["budget_ms"], 400);
+    assert!(started.elapsed() < Duration::from_millis(1900), "{:?}", started.elapsed());
+
+    let started = Instant::now();
+    let run = paced(&sandbox, &["analyze", "data.csv"], &[("AGENT_CALL_BUDGET_MS", "400")]);
+    assert_incomplete(&run, "running");
+    assert_eq!(run.json["meta"]["budget_ms"], 400);
+    assert!(started.elapsed() < Duration::from_millis(1900), "{:?}", started.elapsed());
+    // The same invocation attached to the same job both times (the budget is no identity).
+    let first = run.json["data"]["job_id"].clone();
+    let wait = paced(&sandbox, &["job", "wait", first.as_str().unwrap(), "--budget", "0"], &[]);
+    assert_eq!(wait.exit, 0, "{}", wait.stdout);
+}
+
+#[test]
+fn every_response_of_an_interruptible_command_records_its_budget() {
+    let sandbox = Sandbox::new();
+    sandbox.csv("small.csv", 10);
+    let run = sandbox.run(&["analyze", "small.csv"]);
+    assert_eq!(run.exit, 0, "{}", run.stdout);
+    assert_eq!(run.envelope()["meta"]["budget_ms"], 30_000);
+    assert_eq!(run.json["data"]["rows"], 10);
+
+    let run = sandbox.run(&["analyze", "small.csv", "--budget", "0"]);
+    assert_eq!((run.exit, run.json["meta"]["budget_ms"].clone()), (0, 0.into()));
+
+    let run = sandbox.run_env(&["analyze", "small.csv"], &[("AGENT_CALL_BUDGET_MS", "soon")]);
+    assert_eq!(run.exit, 0);
+    assert_eq!(run.envelope()["meta"]["budget_ms"], 30_000);
+    assert_eq!(run.json["warnings"][0]["code"], "BUDGET_ENV_INVALID");
+
+    // Errors after validation carry it too.
+    let run = sandbox.run_env(&["analyze", "missing.csv"], &[("AGENT_CALL_BUDGET_MS", "1500")]);
+    assert_eq!(run.exit, 5);
+    assert_eq!(run.envelope()["meta"]["budget_ms"], 1500);
+
+    // A command without interruption has no --budget and ignores the variable.
+    let run = sandbox.run(&["migrate", "--db", "x.db", "--budget", "1s"]);
+    assert_eq!(run.exit, 2);
+    sandbox.fresh_db("app.db");
+    let run = sandbox.run_env(&["migrate", "--db", "app.db"], &[("AGENT_CALL_BUDGET_MS", "1")]);
+    assert_eq!(run.exit, 0, "{}", run.stdout);
+    assert!(run.envelope()["meta"].get("budget_ms").is_none());
+}
+
+/// Runs reftool with stdin on a real pseudo-terminal (stdout a pipe).
+fn with_terminal_stdin(sandbox: &Sandbox, args: &[&str], env: &[(&str, &str)]) -> Run {
+    let pty = nix::pty::openpty(None, None).unwrap();
+    let mut cmd = sandbox.command(args);
+    cmd.env("REFTOOL_PACE_MS", PACE);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.stdin(Stdio::from(pty.slave));
+    let output = cmd.output().unwrap();
+    drop(pty.master);
+    sandbox.finish(output)
+}
+
+#[test]
+fn at_a_terminal_without_budget_the_call_runs_to_the_end() {
+    let sandbox = analyze_sandbox();
+    let started = Instant::now();
+    let run =
+        with_terminal_stdin(&sandbox, &["analyze", "data.csv"], &[("AGENT_CALL_BUDGET_MS", "300")]);
+    assert_eq!(run.exit, 0, "{}", run.stdout);
+    assert!(run.envelope()["meta"].get("budget_ms").is_none(), "{}", run.stdout);
+    assert!(started.elapsed() > Duration::from_millis(1000), "the work was not paced");
+    assert_eq!(run.json["data"]["rows"], ROWS);
+
+    let run = with_terminal_stdin(&sandbox, &["analyze", "data.csv", "--budget", "300ms"], &[]);
+    assert_incomplete(&run, "running");
+    assert_eq!(run.json["meta"]["budget_ms"], 300);
+}
+
+#[test]
+fn a_detached_call_hands_off_running_and_the_loop_ends_in_the_unbudgeted_response() {
+    let reference = analyze_sandbox();
+    let unbudgeted = paced(&reference, &["analyze", "data.csv", "--budget", "0"], &[]);
+    assert_eq!(unbudgeted.exit, 0);
+
+    let sandbox = analyze_sandbox();
+    let run = paced(&sandbox, &["analyze", "data.csv", "--budget", "300ms"], &[]);
+    assert_incomplete(&run, "running");
+    let id = run.json["data"]["job_id"].as_str().unwrap().to_owned();
+    assert!(id.starts_with("job_") && id.len() == 36, "{id}");
+    let line = run.json["data"]["continue_command"].as_str().unwrap();
+    assert!(line.ends_with(&format!("job wait {id}")), "{line}");
+    assert!(
+        run.json["data"]["cancel_command"].as_str().unwrap().ends_with(&format!("job cancel {id}"))
+    );
+    assert_eq!(run.json["error"]["retryable"], true);
+
+    let hops = continue_loop(&sandbox, &run, &[("AGENT_CALL_BUDGET_MS", "400")]);
+    let last = hops.last().unwrap();
+    assert_eq!(comparable(last), comparable(&unbudgeted));
+    let mut done = run.json["data"]["progress"]["done"].as_u64().unwrap();
+    for hop in &hops[..hops.len() - 1] {
+        assert_incomplete(hop, "running");
+        assert_eq!(hop.json["data"]["job_id"], id.as_str());
+        let now = hop.json["data"]["progress"]["done"].as_u64().unwrap();
+        assert!(now >= done, "progress went from {done} to {now}");
+        done = now;
+    }
+}
+
+#[test]
+fn a_resume_only_call_pauses_and_continues_with_the_original_invocation() {
+    let reference = digest_sandbox();
+    let unbudgeted = paced(&reference, &["digest", "big.txt", "--budget", "0"], &[]);
+    assert_eq!(unbudgeted.exit, 0);
+    let expected = {
+        use sha2::Digest;
+        let bytes = std::fs::read(reference.path().join("big.txt")).unwrap();
+        sha2::Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect::<String>()
+    };
+    assert_eq!(unbudgeted.json["data"]["sha256"], expected.as_str());
+
+    let sandbox = digest_sandbox();
+    let started = Instant::now();
+    let run = paced(&sandbox, &["digest", "big.txt", "--budget", "500ms"], &[]);
+    let took = started.elapsed();
+    assert_incomplete(&run, "paused");
+    assert!(took < Duration::from_millis(1500), "a 500 ms budget took {took:?}");
+    assert_eq!(
+        run.json["data"]["continue_command"].as_str().unwrap(),
+        format!(
+            "{} digest big.txt --budget 500ms",
+            assert_cmd::cargo::cargo_bin("reftool").display()
+        )
+    );
+    assert_eq!(run.json["error"]["retryable"], true);
+    assert!(run.json["data"]["progress"]["done"].as_u64().unwrap() > 0);
+
+    let hops = continue_loop(&sandbox, &run, &[]);
+    assert!(hops.len() >= 2, "the work should need more than one continuation");
+    assert_eq!(comparable(hops.last().unwrap()), comparable(&unbudgeted));
+    let mut done = 0;
+    for hop in &hops[..hops.len() - 1] {
+        assert_incomplete(hop, "paused");
+        let now = hop.json["data"]["progress"]["done"].as_u64().unwrap();
+        assert!(now >= done, "progress went from {done} to {now}");
+        done = now;
+    }
+}
+
+#[test]
+fn a_paused_writer_continues_with_its_key_and_commits_no_row_twice() {
+    let make = || {
+        let sandbox = Sandbox::new();
+        let mut text = String::from("n,label\n");
+        for n in 1..=3000 {
+            text.push_str(&format!("{n},row {n}\n"));
+        }
+        std::fs::write(sandbox.path().join("rows with space.csv"), text).unwrap();
+        sandbox
+    };
+    let reference = make();
+    let unbudgeted =
+        paced(&reference, &["import", "rows with space.csv", "--db", "r.db", "--budget", "0"], &[]);
+    assert_eq!(unbudgeted.exit, 0, "{}", unbudgeted.stdout);
+
+    let sandbox = make();
+    let run = paced(
+        &sandbox,
+        &["import", "rows with space.csv", "--db", "r.db", "--budget", "400ms"],
+        &[],
+    );
+    assert_incomplete(&run, "paused");
+    assert_eq!(run.json["error"]["retryable"], false);
+    let line = run.json["data"]["continue_command"].as_str().unwrap();
+    assert!(line.contains("'rows with space.csv'"), "{line}");
+    assert!(line.contains("--idempotency-key ik-"), "{line}");
+
+    let hops = continue_loop(&sandbox, &run, &[]);
+    assert_eq!(comparable(hops.last().unwrap()), comparable(&unbudgeted));
+    let conn = rusqlite::Connection::open(sandbox.path().join("r.db")).unwrap();
+    let (count, distinct, max): (i64, i64, i64) = conn
+        .query_row("SELECT count(*), count(DISTINCT _line), max(_line) FROM rows", [], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })
+        .unwrap();
+    assert_eq!((count, distinct, max), (3000, 3000, 3000));
+}
