@@ -16,7 +16,9 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::work::{existing, pace, progress, read_failure, required, safe_point, stop_point};
+use super::work::{
+    Cadence, existing, pace, progress, read_failure, required, safe_point, stop_point,
+};
 use crate::framework::{CommandSpec, Ctx, Exit, Failure, Interruption, SideEffects, ValueType};
 use crate::runtime::checkpoint::file_fingerprint;
 use crate::runtime::context::JobContext;
@@ -166,6 +168,7 @@ fn work(ctx: &mut Ctx, job: &mut JobContext<'_>) -> Result<Value, Failure> {
         input.seek(SeekFrom::Start(state.offset)).map_err(|e| read_failure(&path, &e))?;
     }
     let mut pending: Vec<u8> = Vec::new();
+    let mut cadence = Cadence::new(ctx);
     let mut buf = vec![0u8; CHUNK_BYTES];
     loop {
         pace(ctx, job)?;
@@ -183,7 +186,9 @@ fn work(ctx: &mut Ctx, job: &mut JobContext<'_>) -> Result<Value, Failure> {
         pending.drain(..start);
         progress(job, state.offset, total, "bytes")?;
         if regular {
-            safe_point(job.checkpoint(&checkpoints, &state, state.offset))?;
+            if cadence.due(job) {
+                safe_point(job.checkpoint(&checkpoints, &state, state.offset))?;
+            }
         } else {
             stop_point(job)?;
         }

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use super::work::{existing, hex, pace, progress, read_failure, required, safe_point};
+use super::work::{Cadence, existing, hex, pace, progress, read_failure, required, safe_point};
 use crate::framework::{CommandSpec, Ctx, Exit, Failure, Interruption, SideEffects, ValueType};
 use crate::runtime::checkpoint::file_fingerprint;
 use crate::runtime::context::JobContext;
@@ -80,6 +80,7 @@ fn work(ctx: &mut Ctx, job: &mut JobContext<'_>) -> Result<Value, Failure> {
     let mut input = File::open(&path).map_err(|e| read_failure(&path, &e))?;
     let mut hasher = Sha256::new();
     let mut offset = 0u64;
+    let mut cadence = Cadence::new(ctx);
     let mut buf = vec![0u8; CHUNK_BYTES];
     if let Some(saved) = restored.state {
         let mut prefix = (&mut input).take(saved.offset);
@@ -114,8 +115,10 @@ fn work(ctx: &mut Ctx, job: &mut JobContext<'_>) -> Result<Value, Failure> {
         hasher.update(&buf[..n]);
         offset += n as u64;
         progress(job, offset, Some(total.max(offset)), "bytes")?;
-        let state = DigestState { offset, prefix_sha256: hex(&hasher.clone().finalize()) };
-        safe_point(job.checkpoint(&checkpoints, &state, offset))?;
+        if cadence.due(job) {
+            let state = DigestState { offset, prefix_sha256: hex(&hasher.clone().finalize()) };
+            safe_point(job.checkpoint(&checkpoints, &state, offset))?;
+        }
     }
     let _ = checkpoints.remove();
     Ok(json!({"file": file, "bytes": offset, "sha256": hex(&hasher.finalize())}))
