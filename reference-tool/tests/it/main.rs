@@ -16,5 +16,6 @@ mod jobs;
 mod manifest;
 mod migrate;
 mod modes;
+mod reliability;
 mod signals;
 mod state;
