@@ -553,21 +553,20 @@ fn run_inline(
     match result {
         Err(failure) if failure.job_stop.is_some() => {
             let reason = failure.job_stop.unwrap_or(StopReason::Budget);
-            let ended = match reason {
+            // Record how the job stands now; the answer is then read back from the store
+            // (someone else may have ended it first: a waiter that found it stalled).
+            match reason {
                 StopReason::Budget | StopReason::Terminated => {
                     match store.pause(conn, &instance, &id) {
-                        Ok(PauseOutcome::Paused) => None,
+                        Ok(PauseOutcome::Paused) | Err(JobError::JobEnded { .. }) => {}
                         Ok(PauseOutcome::CancelRequested) => {
                             store.finish_cancelled(conn, &instance, &id).map_err(job_failure)?;
-                            Some(())
                         }
-                        Err(JobError::JobEnded { .. }) => Some(()),
                         Err(e) => return Err(job_failure(e)),
                     }
                 }
                 StopReason::Cancelled => {
                     store.finish_cancelled(conn, &instance, &id).map_err(job_failure)?;
-                    Some(())
                 }
                 StopReason::Lifetime => {
                     let outcome = JobOutcome::failed(
@@ -578,11 +577,15 @@ fn run_inline(
                         None,
                     );
                     store.finish(conn, &instance, &id, &outcome).map_err(job_failure)?;
-                    Some(())
                 }
-            };
-            let _ = ended;
+            }
             let view = store.get(conn, &instance, &id).map_err(job_failure)?;
+            if reason == StopReason::Terminated {
+                // Paused on SIGTERM, not at the budget: the message must not claim otherwise.
+                let paused =
+                    Answering { app: answering.app, tool: answering.tool.clone(), budget_ms: None };
+                return Ok(paused.answer(&view));
+            }
             Ok(answering.answer(&view))
         }
         result => {

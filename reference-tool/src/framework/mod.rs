@@ -44,26 +44,56 @@
 //! | `REFTOOL_PACE_MS` | the project-wide pacing knob: milliseconds of sleep per unit of work (0–60000, default 0), so small fixtures take seconds and limits can be provoked reliably |
 //! | `REFTOOL_TEST_MODE=1` | self-checks: undeclared exit codes, missing `effect`, progress going backwards become GENERAL_ERROR |
 //! | `REFTOOL_TEST_FAULT` | test mode only: `panic` or `undeclared-exit` injected into the work |
+//! | `AGENT_CALL_BUDGET_MS` | the call budget of interruptible commands when `--budget` is absent (malformed: a warning, the default 30000 ms) |
+//! | `REFTOOL_IDLE_TIMEOUT_MS` | test knob: overrides every command's `idle_timeout_ms` (1–86400000) |
 //!
-//! A malformed value of any of these is ARG_ERROR 2 (`ENV_INVALID`), nothing done.
+//! A malformed value of any of these (but `AGENT_CALL_BUDGET_MS`) is ARG_ERROR 2
+//! (`ENV_INVALID`), nothing done.
 
-//! # For part 2 (interruption)
+//! # Interruptible, async and job commands
 //!
-//! - The dispatch hook is in [`app`]: `App::dispatch`, the comment "Stage 6 — PART 2 HOOK".
-//!   It runs after argument validation and the idempotency check, before the work starts, with
-//!   the [`CommandSpec`] (its `interruption` and exit entries) and the [`Invocation`] (argv as
-//!   invoked with `argv[0]`, `budget_flag`, `timeout`/`timeout_explicit`, `idempotency_key`,
-//!   `modes.interactive`) at hand. Without `--timeout`, an interruptible command's limit is
-//!   already `max_lifetime_ms` (default 3600000).
-//! - The work polls [`StopToken`]; [`StopReason::Budget`] exists for the call budget. A failure
-//!   with a payload (`Failure::with_data`) is how INCOMPLETE carries `data`; `retryable` left
-//!   `None` is filled from the command's declared entry. `Ctx::set_meta("budget_ms", ..)` adds
-//!   to `meta`. `Ctx::progress` and `Ctx::checkpoint` are the hook points.
-//! - State: [`App::add_state_migrations`] appends migrations; [`Ctx::open_state`] opens the
-//!   database with all of them; [`StateConfig::instance_dir`] is the instance's own directory.
-//! - Hidden entry points before clap: [`App::add_hidden_entry`] (`__worker`). The path `job`
-//!   is reserved: register `job.wait` etc. with `CommandSpec::builtin()`.
-//! - SIGTERM: [`App::sigterm_flag`] is the flag the handler raises.
+//! A command declaring `interruption`, or `async: true`, has its work registered with
+//! [`CommandSpec::with_job_work`]: `Fn(&mut Ctx, &mut JobContext) -> Result<Value, Failure>`.
+//! The same function runs in the detached worker and in the front process of a resume-only
+//! command. It reports progress and saves checkpoints through the runtime's `JobContext`, and
+//! returns [`Failure::job_stopped`] when a safe point answers `Stop`:
+//!
+//! ```no_run
+//! use reftool::framework::{CommandSpec, Exit, Failure, Interruption, SideEffects};
+//! use reftool::runtime::checkpoint::Flow;
+//! use serde_json::json;
+//!
+//! let spec = CommandSpec::with_job_work("count", "Count to a thousand", |_ctx, job| {
+//!     let store = job.file_checkpoints("v1");
+//!     let mut n: u64 = store.restore::<u64>().ok().and_then(|r| r.state).unwrap_or(0);
+//!     while n < 1000 {
+//!         n += 1;
+//!         let _ = job.progress(n, Some(1000), Some("numbers"));
+//!         match job.checkpoint(&store, &n, n) {
+//!             Ok(Flow::Continue) => {}
+//!             Ok(Flow::Stop(reason)) => return Err(Failure::job_stopped(reason)),
+//!             Err(e) => return Err(Failure::internal(e.to_string())),
+//!         }
+//!     }
+//!     let _ = store.remove();
+//!     Ok(json!({ "count": n }))
+//! })
+//! .interruption(Interruption { detach: true, resume: true, idle_timeout_ms: None, max_lifetime_ms: None })
+//! .exit(Exit::SUCCESS, "Counted", false, SideEffects::Complete)
+//! .exit(Exit::INCOMPLETE, "Continues; run data.continue_command", true, SideEffects::None);
+//! # let _ = spec;
+//! ```
+//!
+//! Stage 6 of dispatch ([`interrupt`]) takes such commands over: it resolves the call budget,
+//! claims the invocation's job (attaching to an identical one), spawns the worker or runs the
+//! work here, and answers the final response or INCOMPLETE; [`interrupt`]'s docs are the
+//! manual. The `job wait/status/cancel` built-ins are dispatched there too (their `run` is
+//! never called); `job wait` takes `--budget` through [`CommandSpec::budget_flag`].
+//! `reftool __worker <job dir>` is recognized before clap (`main` detaches it first).
+//!
+//! The budget's environment: `AGENT_CALL_BUDGET_MS` (a malformed value is a
+//! `BUDGET_ENV_INVALID` warning and the default 30000 ms), and the test knob
+//! `REFTOOL_IDLE_TIMEOUT_MS` (overrides every `idle_timeout_ms`; malformed: ARG_ERROR).
 
 pub mod app;
 pub mod cli;

@@ -386,3 +386,26 @@ fn a_killed_resume_only_writer_continues_without_writing_a_row_twice() {
         .unwrap();
     assert_eq!((count, distinct), (3000, 3000));
 }
+
+#[test]
+fn sigterm_pauses_a_resume_only_call_at_its_next_checkpoint() {
+    let sandbox = crate::budget::digest_sandbox();
+    let mut cmd = sandbox.command(&["digest", "big.txt", "--budget", "30s"]);
+    cmd.env("REFTOOL_PACE_MS", PACE);
+    let child = cmd.spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(600));
+    let started = Instant::now();
+    kill(Pid::from_raw(i32::try_from(child.id()).unwrap()), Signal::SIGTERM).unwrap();
+    let run = sandbox.finish(child.wait_with_output().unwrap());
+    assert!(started.elapsed() < Duration::from_millis(700), "{:?}", started.elapsed());
+    assert_incomplete(&run, "paused");
+    let message = run.json["error"]["message"].as_str().unwrap();
+    assert!(!message.contains("budget"), "a SIGTERM is no budget: {message}");
+    assert_eq!(run.json["meta"]["budget_ms"], 30_000);
+    let done = run.json["data"]["progress"]["done"].as_u64().unwrap();
+    let again = paced(&sandbox, &["digest", "big.txt", "--budget", "200ms"], &[]);
+    assert_incomplete(&again, "paused");
+    assert_eq!(job_id(&again), job_id(&run), "the paused job continues under its id");
+    assert!(again.json["data"]["progress"]["done"].as_u64().unwrap() >= done);
+    sandbox.run(&["job", "cancel", &job_id(&again)]);
+}
