@@ -164,7 +164,7 @@
 //! |----------------------|--------------------------------------------------------------|---------|
 //! | `exit`               | the exit code is this one (or one of a list)                 | `exit-code` |
 //! | `exit_not`           | the process exited by itself with none of these codes        | `exit-code` |
-//! | `schema`             | stdout is one JSON document valid against `envelope`, `incomplete`, `manifest` (or all listed) | `schema`, `stdout-not-json`, `stdout-not-utf8` |
+//! | `schema`             | stdout is one JSON document valid against `envelope`, `incomplete`, `manifest` (bare or as `data`), `job-descriptor` (its `data`), or all listed | `schema`, `stdout-not-json`, `stdout-not-utf8` |
 //! | `json`               | `[{ pointer, equals \| matches \| present }]` on the response | `json-pointer` |
 //! | `elapsed_max` / `elapsed_min` | the step's duration is within the bound            | `elapsed` |
 //! | `pipes_released`     | stdout and stderr hit end-of-file within 1 s of the exit     | `pipes-released` |

@@ -271,6 +271,10 @@ pub enum SchemaName {
     Incomplete,
     /// `schemas/manifest-response.json` (bare, or the `data` of an envelope).
     Manifest,
+    /// `schemas/job-descriptor.json`, applied to the response's `data` (an async command's
+    /// answer).
+    #[serde(rename = "job-descriptor")]
+    JobDescriptor,
 }
 
 impl SchemaName {
@@ -280,6 +284,7 @@ impl SchemaName {
             Self::Envelope => "response-envelope.json",
             Self::Incomplete => "incomplete-response.json",
             Self::Manifest => "manifest-response.json",
+            Self::JobDescriptor => "job-descriptor.json",
         }
     }
 }

@@ -55,11 +55,13 @@ pub fn validator(file: &str) -> Result<&'static jsonschema::Validator, SchemaErr
 }
 
 /// Every violation of `instance` against `schema`, one line each (`at <pointer>: <message>`).
-/// For [`SchemaName::Manifest`], an envelope-wrapped manifest is validated through its `data`.
+/// For [`SchemaName::Manifest`], an envelope-wrapped manifest is validated through its `data`;
+/// [`SchemaName::JobDescriptor`] always applies to `data`.
 pub fn violations(schema: SchemaName, instance: &Value) -> Result<Vec<String>, SchemaError> {
     let validator = validator(schema.file())?;
     let target = match schema {
         SchemaName::Manifest => unwrap_manifest(instance),
+        SchemaName::JobDescriptor => instance.get("data").unwrap_or(&Value::Null),
         SchemaName::Envelope | SchemaName::Incomplete => instance,
     };
     Ok(validator
