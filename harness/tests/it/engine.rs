@@ -269,3 +269,56 @@ fn predictable_job_ids_are_caught() {
     assert_eq!(code, 80, "{report:#}");
     assert_eq!(findings_of(&report, "job-ids-are-not-guessable"), ["unlike"]);
 }
+
+/// pyagent, the independent Python implementation in the workspace's fixtures.
+fn pyagent() -> (std::path::PathBuf, std::path::PathBuf) {
+    let root =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/tools/pyagent");
+    (root.join("pyagent.py"), root.join("fixtures/conform.toml"))
+}
+
+/// The detach scenarios (kill of the worker, of the caller's group, concurrent copies, pipes,
+/// cancels, instances) against a real detaching tool written apart from conform; then the same
+/// with the tool's worker holding the caller's stdout, which the pipes check must catch.
+#[test]
+fn the_detach_scenarios_pass_on_an_independent_implementation_and_catch_held_pipes() {
+    let (tool, profile) = pyagent();
+    let out = conform()
+        .arg("run")
+        .arg(&tool)
+        .arg("--profile")
+        .arg(&profile)
+        .args(["--only", "REQ-F-081", "-j", "2", "--format", "json"])
+        .output()
+        .unwrap();
+    let report = stdout_json(&out);
+    assert_eq!(code(&out), 0, "{report:#}");
+    let passed = report["data"]["counts"]["pass"].as_u64().unwrap();
+    assert!(passed >= 10, "only {passed} passed: {report:#}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let faulty = dir.path().join("conform.toml");
+    let text = std::fs::read_to_string(&profile)
+        .unwrap()
+        .replace("[tool.env]\n", "[tool.env]\nPYAGENT_FAULT = \"pipes-held\"\n");
+    assert!(text.contains("pipes-held"), "the profile's [tool.env] table moved");
+    std::fs::write(&faulty, text).unwrap();
+    // Its fixtures are relative to the profile: bring every one of them along.
+    for entry in std::fs::read_dir(profile.parent().unwrap()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_file() && path.file_name() != profile.file_name() {
+            std::fs::copy(&path, dir.path().join(path.file_name().unwrap())).unwrap();
+        }
+    }
+    let out = conform()
+        .arg("run")
+        .arg(&tool)
+        .arg("--profile")
+        .arg(&faulty)
+        .args(["--only", "pipes-released-on-handoff", "--format", "json"])
+        .output()
+        .unwrap();
+    let report = stdout_json(&out);
+    assert_eq!(code(&out), 80, "{report:#}");
+    assert_eq!(findings_of(&report, "pipes-released-on-handoff"), ["pipes-released"]);
+}
