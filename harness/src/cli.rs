@@ -280,6 +280,9 @@ fn run_command(args: &RunArgs, started: Instant) -> Result<u8, ArgError> {
     let reporters = report::reporters(&options).map_err(|e| fail(e.to_string()))?;
     let roles_missing = plan::roles_missing(&planned, &profile);
 
+    if let Err(e) = crate::interrupt::install() {
+        eprintln!("conform: warning: {e}; an interrupted run may leave processes behind");
+    }
     let engine = Engine::new(tool.clone(), profile, args.keep_sandboxes);
     let stream = EventStream::start(reporters);
     let events = stream.sender();

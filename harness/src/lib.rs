@@ -28,6 +28,8 @@
 //! every `must` scenario that ran passed, 80 `NOT_CONFORMANT`, 81 `BASELINE_MISMATCH`,
 //! 1 for a fault of conform, 2 `ARG_ERROR` for a bad invocation, an invalid profile, an
 //! unreadable baseline: then nothing runs (with `--format json` the error is an envelope too).
+//! Ctrl-C (or SIGTERM, SIGHUP) stops the tool's processes, removes the sandboxes and exits
+//! 130 without a report ([`interrupt`]).
 //!
 //! ## How a run goes (one module per stage)
 //!
@@ -195,6 +197,7 @@ pub mod discover;
 pub mod event;
 pub mod exec;
 pub mod exit;
+pub mod interrupt;
 pub mod outcome;
 pub mod plan;
 pub mod profile;

@@ -25,6 +25,7 @@ use crate::checks::{self, Observation, Resolve};
 use crate::discover::Commands;
 use crate::event::{Event, EventSender};
 use crate::exec::{self, Invocation, Program, StdinMode, Termination};
+use crate::interrupt::Registration;
 use crate::outcome::{Finding, Repro, ScenarioResult, Status, StepRecord, millis};
 use crate::plan::Planned;
 use crate::profile::{Profile, Role};
@@ -48,6 +49,26 @@ pub const SETUP_LIMIT: Duration = Duration::from_secs(120);
 pub const INCOMPLETE: i32 = 14;
 /// Default hop limit of a continue loop.
 pub const DEFAULT_MAX_HOPS: u32 = 100;
+
+/// A sandbox registered for clean-up should conform itself be interrupted (see
+/// [`crate::interrupt`]); it derefs to the sandbox.
+struct Guarded {
+    sandbox: Sandbox,
+    _registration: Registration,
+}
+
+impl std::ops::Deref for Guarded {
+    type Target = Sandbox;
+    fn deref(&self) -> &Sandbox {
+        &self.sandbox
+    }
+}
+
+impl std::ops::DerefMut for Guarded {
+    fn deref_mut(&mut self) -> &mut Sandbox {
+        &mut self.sandbox
+    }
+}
 
 /// What happens to each result before it is reported: `(result, sandbox root if it ran)`.
 pub type Finisher<'a> = dyn Fn(&mut ScenarioResult, Option<&Path>) + Sync + 'a;
@@ -94,11 +115,14 @@ impl Engine {
 
     /// A sandbox prepared for these roles: tool env, fixtures copied, setup run; `keep` keeps
     /// its directory afterwards.
-    fn sandbox_for(&self, roles: &[&str], keep: bool) -> Result<Sandbox, String> {
+    fn sandbox_for(&self, roles: &[&str], keep: bool) -> Result<Guarded, String> {
         let mut sandbox = Sandbox::new().map_err(|e| e.to_string())?;
         if keep {
             sandbox.keep();
         }
+        let registration =
+            Registration::new(sandbox.marker(), (!keep).then(|| sandbox.root().to_path_buf()));
+        let mut sandbox = Guarded { sandbox, _registration: registration };
         for (k, v) in &self.profile.file.tool.env {
             sandbox.set_env(k, v);
         }

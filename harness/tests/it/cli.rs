@@ -117,3 +117,49 @@ fn keep_sandboxes_keeps_each_scenario_directory() {
     assert_eq!(kept.len(), 1, "{stderr}");
     assert!(std::path::Path::new(kept[0]).join("work").is_dir(), "{stderr}");
 }
+
+/// Ctrl-C to conform stops the tool's processes (which live in their own process groups and
+/// never see the terminal's signal) and removes the sandboxes.
+#[test]
+fn an_interrupted_run_leaves_nothing_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let tool = dir.path().join("hang");
+    let pids = dir.path().join("pids");
+    std::fs::write(&tool, format!("#!/bin/sh\necho $$ >> '{}'\nexec sleep 600\n", pids.display()))
+        .unwrap();
+    let mut perms = std::fs::metadata(&tool).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(&tool, perms).unwrap();
+    let mut child = conform()
+        .current_dir(dir.path())
+        .env("TMPDIR", &tmp)
+        .arg("run")
+        .arg(&tool)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the tool runs (discovery calls it at once).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !pids.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(pids.exists(), "the tool never started");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap()),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(stderr.contains("interrupted"), "{stderr}");
+    for pid in std::fs::read_to_string(&pids).unwrap().lines() {
+        assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists(), "process {pid} survived");
+    }
+    let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().collect();
+    assert!(left.is_empty(), "sandboxes left behind: {left:?}");
+}
