@@ -11,7 +11,7 @@
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -19,7 +19,9 @@ use serde_json::{Value, json};
 use super::work::{
     Cadence, existing, pace, progress, read_failure, required, safe_point, stop_point,
 };
-use crate::framework::{CommandSpec, Ctx, Exit, Failure, Interruption, SideEffects, ValueType};
+use crate::framework::{
+    Args, CommandSpec, Ctx, Exit, Failure, Interruption, SideEffects, ValueType,
+};
 use crate::runtime::checkpoint::file_fingerprint;
 use crate::runtime::context::JobContext;
 use crate::runtime::identity::digest_file;
@@ -35,6 +37,7 @@ pub fn spec() -> CommandSpec {
         work,
     )
     .positional("file", ValueType::String, true, "The CSV file (header row first); - reads stdin")
+    .fingerprint(fingerprint_of)
     .interruption(Interruption {
         detach: true,
         resume: true,
@@ -132,6 +135,26 @@ impl AnalyzeState {
     }
 }
 
+/// The checkpoint's input fingerprint: size, mtime and inode of a file; the content's digest
+/// for stdin (its spool is renewed with each job).
+fn input_fingerprint(file: &str, path: &Path) -> std::io::Result<String> {
+    if file == "-" {
+        digest_file(path).map(|d| format!("sha256:{d}"))
+    } else {
+        file_fingerprint(path)
+    }
+}
+
+/// [`input_fingerprint`] from the arguments, for the framework (regular files only).
+fn fingerprint_of(args: &Args, stdin: Option<&Path>) -> Option<String> {
+    let file = args.text("file")?;
+    let path = if file == "-" { stdin?.to_owned() } else { PathBuf::from(file) };
+    if !std::fs::metadata(&path).ok()?.is_file() {
+        return None;
+    }
+    input_fingerprint(file, &path).ok()
+}
+
 fn work(ctx: &mut Ctx, job: &mut JobContext<'_>) -> Result<Value, Failure> {
     let file = required(ctx, "file")?.to_owned();
     let path: PathBuf = if file == "-" {
@@ -142,13 +165,7 @@ fn work(ctx: &mut Ctx, job: &mut JobContext<'_>) -> Result<Value, Failure> {
     let meta = std::fs::metadata(&path).map_err(|e| read_failure(&path, &e))?;
     let regular = meta.is_file();
     let total = regular.then_some(meta.len());
-    // The spool of stdin is renewed with each job, so its fingerprint is its content's.
-    let fingerprint = if file == "-" {
-        digest_file(&path).map(|d| format!("sha256:{d}"))
-    } else {
-        file_fingerprint(&path)
-    }
-    .map_err(|e| read_failure(&path, &e))?;
+    let fingerprint = input_fingerprint(&file, &path).map_err(|e| read_failure(&path, &e))?;
     let checkpoints = job.file_checkpoints(fingerprint);
     let mut state = AnalyzeState::default();
     if regular {

@@ -71,6 +71,7 @@ use super::registry::CommandSpec;
 use super::state::{DEFAULT_INSTANCE, Migration, StateConfig, StateDb, StateError};
 use super::stop::StopToken;
 use crate::runtime::budget::{BUDGET_ENV, BudgetInputs, ResolvedBudget, resolve_budget};
+use crate::runtime::checkpoint::SavedCheckpoint;
 use crate::runtime::context::JobContext;
 use crate::runtime::fsutil::read_json;
 use crate::runtime::identity::{InvocationIdentity, normalize_args};
@@ -81,6 +82,7 @@ use crate::runtime::jobs::{
     JobView, NewJob, PauseOutcome,
 };
 use crate::runtime::process::ProcessIdentity;
+use crate::runtime::progress::ProgressReporter;
 use crate::runtime::stop::StopReason;
 use crate::runtime::wake::{self, WaitOutcome};
 use crate::runtime::worker::{self, WorkEnd};
@@ -454,6 +456,9 @@ fn front(app: &App, spec: &CommandSpec, call: Call<'_>) -> Result<Response, Fail
     };
     if interruption.detach {
         let id = view.record.job_id.clone();
+        if interruption.resume {
+            seed_progress(spec, &args, &jobs.store, &view);
+        }
         let child = worker::spawn_worker(&view.dir, &view.record.cwd_path());
         let child = match child {
             Ok(child) => child,
@@ -488,6 +493,26 @@ fn front(app: &App, spec: &CommandSpec, call: Call<'_>) -> Result<Response, Fail
         &answering,
         view,
     )
+}
+
+/// A new detached job of a resume command starts where its valid file checkpoint stands:
+/// its progress is published from the checkpoint before the worker starts (the worker then
+/// restores the same checkpoint and never reports below it).
+fn seed_progress(spec: &CommandSpec, args: &Args, store: &JobStore, view: &JobView) {
+    let Some(fingerprint_of) = &spec.checkpoint_fingerprint else { return };
+    let stdin = view.dir.join(jobs::STDIN_FILE);
+    let stdin = stdin.exists().then_some(stdin);
+    let Some(fingerprint) = fingerprint_of(args, stdin.as_deref()) else { return };
+    let path = store.checkpoint_path(&view.record.instance, &view.record.identity);
+    let saved: Option<SavedCheckpoint> = read_json(&path).ok().flatten();
+    let Some(saved) = saved.filter(|s| s.fingerprint == fingerprint) else { return };
+    if saved.done > view.progress.done {
+        let mut reporter = ProgressReporter::new(Some(view.dir.clone()))
+            .with_floor(view.progress.clone())
+            .strict(false);
+        let _ = reporter.report(saved.done, view.progress.total, view.progress.unit.as_deref());
+        let _ = reporter.flush();
+    }
 }
 
 /// Waits on a job until `deadline` (or SIGTERM) and answers from it.

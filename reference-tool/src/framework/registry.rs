@@ -176,6 +176,13 @@ pub type RunFn = Arc<dyn Fn(&mut Ctx) -> Result<Value, Failure> + Send + Sync>;
 pub type JobRunFn =
     Arc<dyn Fn(&mut Ctx, &mut JobContext<'_>) -> Result<Value, Failure> + Send + Sync>;
 
+/// The input fingerprint a resume command keys its file checkpoint with, computed from its
+/// arguments and the spooled stdin (if any): `None` when it cannot tell. The framework uses
+/// it to publish a new job's progress from a valid checkpoint before the worker restores it,
+/// so the first answer of a resumed detached job is never below its checkpoint.
+pub type FingerprintFn =
+    Arc<dyn Fn(&super::context::Args, Option<&std::path::Path>) -> Option<String> + Send + Sync>;
+
 /// Flag names the framework owns: a command may not declare them itself.
 pub const FRAMEWORK_FLAGS: &[&str] =
     &["output", "timeout", "instance-id", "idempotency-key", "budget", "help", "version"];
@@ -220,6 +227,8 @@ pub struct CommandSpec {
     pub job_run: Option<JobRunFn>,
     /// A `job` built-in that waits and so takes `--budget` without declaring interruption.
     pub takes_budget: bool,
+    /// The input fingerprint of a resume command's file checkpoint ([`FingerprintFn`]).
+    pub checkpoint_fingerprint: Option<FingerprintFn>,
     /// The work.
     pub run: RunFn,
 }
@@ -255,6 +264,7 @@ impl CommandSpec {
             default_timeout_ms: DEFAULT_TIMEOUT_MS,
             job_run: None,
             takes_budget: false,
+            checkpoint_fingerprint: None,
             run: Arc::new(run),
         }
     }
@@ -377,6 +387,19 @@ impl CommandSpec {
         work: impl Fn(&mut Ctx, &mut JobContext<'_>) -> Result<Value, Failure> + Send + Sync + 'static,
     ) -> Self {
         self.job_run = Some(Arc::new(work));
+        self
+    }
+
+    /// Declares how the command's file checkpoint fingerprints its input (see
+    /// [`FingerprintFn`]).
+    pub fn fingerprint(
+        mut self,
+        fingerprint: impl Fn(&super::context::Args, Option<&std::path::Path>) -> Option<String>
+        + Send
+        + Sync
+        + 'static,
+    ) -> Self {
+        self.checkpoint_fingerprint = Some(Arc::new(fingerprint));
         self
     }
 
