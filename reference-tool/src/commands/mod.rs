@@ -26,6 +26,20 @@ pub mod work;
 use crate::framework::interrupt::runtime_migrations;
 use crate::framework::{App, RegistrationError};
 
+/// The test knob `REFTOOL_IDLE_TIMEOUT_MS`, when it holds a valid limit, becomes the declared
+/// `idle_timeout_ms` of every interruptible command, so the manifest says what the watchdog
+/// does. (A malformed value is refused when a command runs: `framework::interrupt`.)
+fn with_idle_knob(mut spec: crate::framework::CommandSpec) -> crate::framework::CommandSpec {
+    let knob = std::env::var(crate::framework::interrupt::IDLE_TIMEOUT_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .filter(|ms| (1..=86_400_000).contains(ms));
+    if let (Some(interruption), Some(ms)) = (spec.interruption.as_mut(), knob) {
+        interruption.idle_timeout_ms = Some(ms);
+    }
+    spec
+}
+
 /// The reftool application: built-ins plus every command.
 pub fn app() -> Result<App, RegistrationError> {
     let mut app = App::new(
@@ -35,10 +49,9 @@ pub fn app() -> Result<App, RegistrationError> {
     )?;
     app.add_state_migrations(&runtime_migrations());
     app.register(migrate::spec())?;
-    app.register(analyze::spec())?;
-    app.register(digest::spec())?;
-    app.register(import::spec())?;
-    app.register(deploy::spec())?;
+    for spec in [analyze::spec(), digest::spec(), import::spec(), deploy::spec()] {
+        app.register(with_idle_knob(spec))?;
+    }
     app.register(build::spec())?;
     for spec in job::specs() {
         app.register(spec)?;

@@ -196,6 +196,12 @@ fn a_quiet_pipe_stalls_and_the_watchdog_ends_the_job() {
         std::thread::sleep(Duration::from_millis(50));
     }
     writer.join().unwrap();
+    // The knob is declared: the manifest says what the watchdog does.
+    let manifest = sandbox.run_env(&["manifest"], &[("REFTOOL_IDLE_TIMEOUT_MS", "1000")]);
+    assert_eq!(
+        manifest.json["data"]["commands"]["analyze"]["interruption"]["idle_timeout_ms"],
+        1000
+    );
 }
 
 #[test]
