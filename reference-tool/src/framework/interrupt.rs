@@ -871,3 +871,71 @@ fn worker_work(app: &App, job: &mut JobContext<'_>) -> WorkEnd {
 pub fn runtime_failure(error: impl std::fmt::Display) -> Failure {
     Failure::internal(format!("the job runtime failed: {error}"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stored_envelope_answers_again_as_it_was() {
+        let mut failure = Failure::new(Exit::PRECONDITION, "INPUT_NOT_TEXT", "not text")
+            .detail("byte 3")
+            .suggestion("fix it")
+            .context(json!({"line": 3}))
+            .retryable(false)
+            .phase(Phase::Validation);
+        failure.retry_after_ms = Some(5);
+        let mut original = Response::failure(failure);
+        original.warnings.push(Warning { code: "W".into(), message: "w".into() });
+        let envelope = original.to_json();
+        let again = response_from_envelope(&envelope, 4);
+        assert_eq!(again.to_json(), envelope);
+
+        let ok = Response::success(json!({"rows": 3}));
+        assert_eq!(response_from_envelope(&ok.to_json(), 0).to_json(), ok.to_json());
+    }
+
+    #[test]
+    fn job_store_errors_become_the_contracts_answers() {
+        let id = JobId::generate().unwrap();
+        let cases = [
+            (job_failure(JobError::NotFound(id.to_string())), Exit::NOT_FOUND, "JOB_NOT_FOUND"),
+            (
+                job_failure(JobError::JobEnded { id: id.clone(), status: JobStatus::Succeeded }),
+                Exit::PRECONDITION,
+                "JOB_ENDED",
+            ),
+            (
+                job_failure(JobError::Id(JobId::parse("../x").unwrap_err())),
+                Exit::ARG_ERROR,
+                "INVALID_JOB_ID",
+            ),
+        ];
+        for (failure, exit, code) in cases {
+            assert_eq!((failure.exit, failure.code.as_str()), (exit, code));
+        }
+    }
+
+    #[test]
+    fn the_budget_is_stamped_once_with_its_warnings() {
+        let budget = ResolvedBudget {
+            budget: None,
+            meta_budget_ms: Some(30_000),
+            source: crate::runtime::budget::BudgetSource::Default,
+            warnings: vec![crate::runtime::warning::RuntimeWarning {
+                code: crate::runtime::warning::BUDGET_ENV_INVALID,
+                message: "ignored".into(),
+                context: None,
+            }],
+        };
+        let mut response = Response::success(json!({}));
+        response.meta.insert("budget_ms".into(), json!(0));
+        stamp_budget(&mut response, &budget);
+        assert_eq!(response.meta["budget_ms"], 0, "an answer's own value stands");
+        assert_eq!(response.warnings[0].code, "BUDGET_ENV_INVALID");
+        let terminal = ResolvedBudget { meta_budget_ms: None, warnings: vec![], ..budget };
+        let mut response = Response::success(json!({}));
+        stamp_budget(&mut response, &terminal);
+        assert!(!response.meta.contains_key("budget_ms"));
+    }
+}
