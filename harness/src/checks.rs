@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::discover::{check_rule, compact};
 use crate::exec::{Outcome, Termination};
-use crate::outcome::{Finding, StepRecord, millis};
+use crate::outcome::{Finding, ReproCommand, StepRecord, millis};
 use crate::redact::Redactor;
 use crate::scenario::{Expect, PointerCheck, Stream, UNLIKE_MIN_CHARS, template_vars};
 use crate::schemas;
@@ -115,6 +115,8 @@ pub trait Resolve {
     fn history(&self) -> &[Observation];
     /// The calibrated response of the role this step ran, with its sandbox root.
     fn calibrated(&self) -> Result<(&Value, &std::path::Path), String>;
+    /// The words `sh` makes of a command line (without running the command).
+    fn shell_words(&self, line: &str) -> Result<Vec<String>, String>;
 }
 
 /// Judges one observation of a step (a copy, or the last hop of a loop) against `expect`.
@@ -163,6 +165,7 @@ pub fn check_one(expect: &Expect, obs: &Observation, resolve: &dyn Resolve) -> V
         );
     }
     let needs_json = expect.schema.is_some()
+        || expect.continues_verbatim == Some(true)
         || !expect.differs_from.is_empty()
         || !expect.json.is_empty()
         || expect.matches_calibrated == Some(true)
@@ -287,6 +290,9 @@ fn json_checks(
     }
     for check in &expect.json {
         pointer_check(check, response, resolve, findings);
+    }
+    if expect.continues_verbatim == Some(true) {
+        findings.extend(continues_verbatim(obs, response, resolve));
     }
     for d in &expect.differs_from {
         let mine = response.pointer(&d.pointer).and_then(Value::as_str);
@@ -426,6 +432,54 @@ fn pointer_check(
             ),
         }
     }
+}
+
+/// `data.continue_command` must be the invocation itself, maybe with an idempotency key added.
+fn continues_verbatim(obs: &Observation, response: &Value, resolve: &dyn Resolve) -> Vec<Finding> {
+    let Some(line) = response.pointer("/data/continue_command").and_then(Value::as_str) else {
+        return vec![Finding::new(
+            "continue-command",
+            "the response has no `data.continue_command`",
+        )];
+    };
+    let original = match &obs.record.repro.command {
+        ReproCommand::Argv(argv) => Ok(argv.clone()),
+        ReproCommand::Shell(own) => resolve.shell_words(own),
+    };
+    let (original, words) = match (original, resolve.shell_words(line)) {
+        (Ok(o), Ok(w)) => (o, w),
+        (Err(e), _) | (_, Err(e)) => return vec![Finding::new("continue-command", e)],
+    };
+    let without_key = strip_key(&words);
+    if words == original || without_key == original {
+        return Vec::new();
+    }
+    vec![
+        Finding::new(
+            "continue-command",
+            "data.continue_command is not the original invocation (an idempotency key aside)",
+        )
+        .expected(original.join("\n"))
+        .actual(words.join("\n")),
+    ]
+}
+
+/// The words without one `--idempotency-key K` / `--idempotency-key=K`.
+fn strip_key(words: &[String]) -> Vec<String> {
+    let mut out = Vec::with_capacity(words.len());
+    let mut iter = words.iter();
+    let mut stripped = false;
+    while let Some(w) = iter.next() {
+        if !stripped && w == "--idempotency-key" {
+            stripped = true;
+            iter.next();
+        } else if !stripped && w.starts_with("--idempotency-key=") {
+            stripped = true;
+        } else {
+            out.push(w.clone());
+        }
+    }
+    out
 }
 
 /// Judges the checks that look at all observations of one step together (`same`).

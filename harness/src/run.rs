@@ -467,6 +467,25 @@ impl Resolve for ScenarioState<'_> {
         &self.observations
     }
 
+    fn shell_words(&self, line: &str) -> Result<Vec<String>, String> {
+        // `eval "set -- $1"` makes sh split (and expand) the line exactly as `sh -c` would,
+        // without running it; the words come back NUL-separated.
+        let script = "eval \"set -- $1\" && printf '%s\\0' \"$@\"";
+        let argv = [exec::SHELL, "-c", script, "sh", line].map(OsString::from).to_vec();
+        let mut inv =
+            Invocation::new(Program::Argv(argv), self.base_env.clone(), self.work.clone());
+        inv.timeout = Duration::from_secs(10);
+        let outcome = exec::run(&inv).map_err(|e| e.to_string())?;
+        if outcome.termination != Termination::Exited(0) {
+            return Err(format!(
+                "sh could not split `{line}` into words: {}",
+                String::from_utf8_lossy(&outcome.stderr.bytes).trim()
+            ));
+        }
+        let text = String::from_utf8_lossy(&outcome.stdout.bytes).into_owned();
+        Ok(text.split_terminator('\0').map(str::to_owned).collect())
+    }
+
     fn calibrated(&self) -> Result<(&Value, &Path), String> {
         let role = self.current_role.as_deref().or(self.scenario.primary_role());
         match (&self.calibration, role) {

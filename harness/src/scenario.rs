@@ -395,6 +395,11 @@ pub struct Expect {
     /// These pointers have one value across all responses of the step (copies, hops).
     #[serde(default)]
     pub same: Vec<String>,
+    /// `data.continue_command`, split into words by `sh`, is exactly the invocation that gave
+    /// the response (for a paused, resume-only command), with at most `--idempotency-key <k>`
+    /// added (a writer's).
+    #[serde(default)]
+    pub continues_verbatim: Option<bool>,
     /// The static registration rules the (manifest) response must keep.
     #[serde(default)]
     pub manifest_rules: Vec<ManifestRule>,

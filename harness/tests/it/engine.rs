@@ -94,6 +94,11 @@ fn role_scenarios_pass_with_a_profile() {
 )]
 #[case::leak("leak-on-manifest", "manifest-valid", "leaked-process")]
 #[case::ansi("ansi-on-stdout", "read-probes-keep-ansi-off-stdout", "ansi")]
+#[case::not_verbatim(
+    "continue-not-verbatim",
+    "paused-continue-is-the-original-invocation",
+    "continue-command"
+)]
 #[case::invalid_probe("unknown-flag-exit-1", "invalid-probes-are-arg-errors", "exit-code")]
 #[case::unconfirmed("wipe-unconfirmed", "destructive-refuses-unconfirmed", "exit-code")]
 fn a_planted_fault_is_caught(#[case] fault: &str, #[case] scenario: &str, #[case] check: &str) {

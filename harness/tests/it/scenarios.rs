@@ -138,6 +138,7 @@ fn the_catalogue_uses_every_step_and_check_kind() {
         "manifest_rules",
         "no_ansi",
         "differs_from",
+        "continues_verbatim",
     ] {
         assert!(checks.contains(c), "no scenario uses the check {c}");
     }
