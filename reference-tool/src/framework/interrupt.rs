@@ -454,6 +454,7 @@ fn front(app: &App, spec: &CommandSpec, call: Call<'_>) -> Result<Response, Fail
         Claim::Ended(view) => return Ok(answering.answer(&view)),
         Claim::Created(view) | Claim::Resumed(view) => view,
     };
+    sweep_stale_checkpoint_temps(&jobs.store, &view);
     if interruption.detach {
         let id = view.record.job_id.clone();
         if interruption.resume {
@@ -493,6 +494,21 @@ fn front(app: &App, spec: &CommandSpec, call: Call<'_>) -> Result<Response, Fail
         &answering,
         view,
     )
+}
+
+/// Removes the temporary files a killed owner left beside this invocation's file checkpoint
+/// (an atomic write is a temp file renamed into place; `kill -9` between the two leaves the
+/// temp). The caller now owns the job, so no other process writes this checkpoint.
+fn sweep_stale_checkpoint_temps(store: &JobStore, view: &JobView) {
+    let path = store.checkpoint_path(&view.record.instance, &view.record.identity);
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else { return };
+    let prefix = format!(".{}.tmp-", name.to_string_lossy());
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        if entry.file_name().to_string_lossy().starts_with(&prefix) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
 }
 
 /// A new detached job of a resume command starts where its valid file checkpoint stands:
