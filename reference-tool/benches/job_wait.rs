@@ -5,7 +5,8 @@
 //!
 //! - **from result.json**: the modification time of the job's `result.json` (written to a
 //!   temporary file, fsynced, then renamed into place, which is what wakes the waiters);
-//! - **from ended_at_ms**: the job row's `ended_at_ms` in the state database.
+//! - **from ended_at_ms**: the job row's `ended_at_ms` in the state database (it may be
+//!   recorded after the waiters were woken: then the figure is negative).
 //!
 //! Target: median ≤ 5 ms. Beside it, the spawn-to-exit time of `/bin/true`, since the waiter's
 //! own process exit is part of what is measured.
@@ -113,11 +114,20 @@ fn main() -> Result<()> {
         }
         let result = job_dir(&rig.state(), &id)?.join("result.json");
         let written = std::fs::metadata(&result)?.modified()?;
-        let ended_ms: i64 = conn(&rig.state())?.query_row(
-            "SELECT ended_at_ms FROM reftool_jobs WHERE job_id = ?1",
-            [&id],
-            |r| r.get(0),
-        )?;
+        // The row may be settled after the waiters were woken: wait for it.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let ended_ms: i64 = loop {
+            let ended: Option<i64> = conn(&rig.state())?.query_row(
+                "SELECT ended_at_ms FROM reftool_jobs WHERE job_id = ?1",
+                [&id],
+                |r| r.get(0),
+            )?;
+            match ended {
+                Some(ms) => break ms,
+                None if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(2)),
+                None => bail!("run {i}: the job row never recorded its end"),
+            }
+        };
         let ended = UNIX_EPOCH + Duration::from_millis(u64::try_from(ended_ms)?);
         from_file.push(signed_ms(exited, written));
         from_row.push(signed_ms(exited, ended));
