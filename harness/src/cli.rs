@@ -53,6 +53,14 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = OutputFormat::Human)]
         format: OutputFormat,
     },
+    /// Draft a commented profile (conform.toml) from the tool's manifest.
+    Init {
+        /// The tool: a path, or a name looked up in PATH.
+        tool: OsString,
+        /// Write the draft here (refused if the file exists) instead of stdout.
+        #[arg(long, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
     /// Print a shell completion script.
     Completions {
         /// The shell.
@@ -143,6 +151,7 @@ pub fn main_with(args: impl IntoIterator<Item = OsString>) -> u8 {
         Command::Run(run) => run_command(&run, started),
         Command::List { format } => list(format),
         Command::Explain { scenario_id, format } => explain(&scenario_id, format),
+        Command::Init { tool, output } => init(&tool, output.as_deref()),
         Command::Completions { shell } => {
             let mut cmd = Cli::command();
             clap_complete::generate(shell, &mut cmd, "conform", &mut std::io::stdout().lock());
@@ -318,6 +327,43 @@ fn run_command(args: &RunArgs, started: Instant) -> Result<u8, ArgError> {
         return Ok(exit::GENERAL_ERROR);
     }
     Ok(code)
+}
+
+fn init(tool: &OsString, output: Option<&Path>) -> Result<u8, ArgError> {
+    let fail = |m: String| ArgError::new(m, OutputFormat::Human);
+    let tool = resolve_tool(tool).map_err(fail)?;
+    if let Some(path) = output
+        && path.exists()
+    {
+        return Err(fail(format!(
+            "{} exists; conform init never overwrites a profile",
+            path.display()
+        )));
+    }
+    let sandbox = crate::sandbox::Sandbox::new().map_err(|e| fail(e.to_string()))?;
+    let mut inv = sandbox.invocation(crate::exec::Program::Argv(vec![
+        tool.clone().into_os_string(),
+        "manifest".into(),
+    ]));
+    inv.timeout = crate::run::DISCOVERY_LIMIT;
+    let manifest = crate::exec::run(&inv)
+        .ok()
+        .and_then(|o| crate::checks::parse_stdout(&o).ok())
+        .filter(|m| crate::schemas::unwrap_manifest(m).get("commands").is_some());
+    let Some(manifest) = manifest else {
+        eprintln!(
+            "conform: `{} manifest` gave no manifest to draft a profile from",
+            tool.display()
+        );
+        return Ok(exit::GENERAL_ERROR);
+    };
+    let text = crate::init::skeleton(&tool.display().to_string(), &manifest);
+    match output {
+        Some(path) => std::fs::write(path, &text)
+            .map_err(|e| fail(format!("failed to write {}: {e}", path.display())))?,
+        None => write_stdout(&text),
+    }
+    Ok(exit::SUCCESS)
 }
 
 fn list(format: OutputFormat) -> Result<u8, ArgError> {

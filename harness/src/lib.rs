@@ -17,6 +17,7 @@
 //!                  [--snapshots DIR [--update]] [--baseline FILE] [--keep-sandboxes]
 //! conform list [--format human|json]
 //! conform explain SCENARIO_ID [--format human|json]
+//! conform init TOOL [--output FILE]
 //! conform completions SHELL
 //! ```
 //!
@@ -50,6 +51,9 @@
 //!    [`redact`] normalizes responses for every comparison.
 //!
 //! ## The profile: `conform.toml`
+//!
+//! `conform init TOOL` drafts one from the manifest ([`init`]): every role commented out under
+//! the commands whose declaration suits it, ready to fill in.
 //!
 //! Long-running behaviour cannot be provoked from a manifest alone, so the vendor names
 //! **roles**, invocations with a known character:
@@ -198,6 +202,7 @@ pub mod discover;
 pub mod event;
 pub mod exec;
 pub mod exit;
+pub mod init;
 pub mod interrupt;
 pub mod outcome;
 pub mod plan;

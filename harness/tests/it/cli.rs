@@ -163,3 +163,27 @@ fn an_interrupted_run_leaves_nothing_behind() {
     let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().collect();
     assert!(left.is_empty(), "sandboxes left behind: {left:?}");
 }
+
+#[test]
+fn init_drafts_a_valid_profile_from_the_manifest() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("conform.toml");
+    let out = conform().arg("init").arg(faketool()).arg("--output").arg(&path).output().unwrap();
+    assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+    let text = std::fs::read_to_string(&path).unwrap();
+    // The fake tool's resumable, read-only `count` is offered as the resume_reader role.
+    assert!(text.contains("# [roles.resume_reader]\n# argv = [\"count\", \"<ARGS>\"]"), "{text}");
+    assert!(text.contains("wipe"), "the destructive command is offered as a probe: {text}");
+    // As drafted, it is a valid profile.
+    conform::profile::Profile::load(&path).unwrap();
+    assert!(
+        errors(
+            &validator("profile.json"),
+            &serde_json::to_value(toml::from_str::<toml::Value>(&text).unwrap()).unwrap()
+        )
+        .is_empty()
+    );
+    // It never overwrites.
+    let out = conform().arg("init").arg(faketool()).arg("--output").arg(&path).output().unwrap();
+    assert_eq!(code(&out), 2);
+}

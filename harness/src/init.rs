@@ -1,0 +1,113 @@
+//! `conform init TOOL`: a commented profile skeleton drafted from the tool's manifest.
+//!
+//! conform cannot know which arguments give a command seconds of work, so every role is
+//! written commented out, under the commands whose declaration fits it, with `<ARGS>` where the
+//! vendor fills in arguments. The draft is a valid profile as it stands (`conform run` then
+//! runs the static and quick checks), and each role a vendor uncomments unlocks its scenarios.
+
+use std::fmt::Write as _;
+
+use serde_json::Value;
+
+use crate::discover::{CommandInfo, Commands};
+use crate::schemas::unwrap_manifest;
+
+/// Which role a command's declaration suits, and why, in the order roles are listed.
+fn roles_for(path: &str, info: &CommandInfo) -> Vec<(&'static str, &'static str)> {
+    let mut roles = Vec::new();
+    match (info.detach, info.resume) {
+        (Some(true), Some(true)) => {
+            roles.push(("detach", "detach: true; give it at least about 2 s of work"));
+            roles.push((
+                "stalling",
+                "detach: true; make its progress stop and its idle_timeout_ms short",
+            ));
+        }
+        (Some(true), _) => {
+            roles.push(("detach", "detach: true; give it at least about 2 s of work"));
+            roles.push(("detach_only", "detach: true, resume: false"));
+        }
+        (_, Some(true)) if info.writes() => {
+            roles.push(("resume_writer", "resume: true, detach: false, writes"));
+        }
+        (_, Some(true)) => roles.push(("resume_reader", "resume: true, detach: false, read-only")),
+        _ if info.is_async => {
+            roles.push(("async", "async: true; its job must run for a few seconds"))
+        }
+        _ if !builtin(path) => {
+            roles.push(("plain_slow", "no interruption; it must outlive a short --timeout"));
+        }
+        _ => {}
+    }
+    roles
+}
+
+fn builtin(path: &str) -> bool {
+    matches!(path, "manifest" | "version" | "help") || path == "job" || path.starts_with("job.")
+}
+
+/// The skeleton for a tool whose manifest response is `manifest`; `tool` is shown in comments.
+pub fn skeleton(tool: &str, manifest: &Value) -> String {
+    let commands = Commands::from_manifest(manifest);
+    let version = unwrap_manifest(manifest)
+        .get("schema_version")
+        .and_then(Value::as_str)
+        .unwrap_or("unknown");
+    let mut out = String::new();
+    let _ =
+        writeln!(out, "# conform profile for {tool}, drafted by `conform init` from its manifest");
+    let _ = writeln!(out, "# (schema_version {version}, {} commands).", commands.by_path.len());
+    out.push_str(
+        "# As it stands it runs the static and quick checks. Uncomment a role, fill in <ARGS>\n\
+         # (arguments that give the command seconds of work), fixtures and setup, and its\n\
+         # scenarios run too. The roles and every key are described in conform's manual.\n\n\
+         [tool]\n\
+         # env = { MYTOOL_PACE_MS = \"100\" }      # for every invocation\n\
+         # instance_flag = \"--instance-id\"        # or instance_env = \"MYTOOL_INSTANCE_ID\"\n",
+    );
+    let mut by_role: Vec<(&str, Vec<(String, &str)>)> = Vec::new();
+    for (path, info) in &commands.by_path {
+        for (role, why) in roles_for(path, info) {
+            match by_role.iter_mut().find(|(r, _)| *r == role) {
+                Some((_, list)) => list.push((path.clone(), why)),
+                None => by_role.push((role, vec![(path.clone(), why)])),
+            }
+        }
+    }
+    for role in crate::profile::ROLE_NAMES {
+        let Some((_, candidates)) = by_role.iter().find(|(r, _)| *r == role) else { continue };
+        let _ = writeln!(out, "\n# Role `{role}`: candidates from the manifest:");
+        for (path, why) in candidates {
+            let _ = writeln!(out, "#   {path} ({why})");
+        }
+        let (path, _) = &candidates[0];
+        let words: Vec<String> =
+            path.split('.').map(|w| format!("{w:?}")).chain(["\"<ARGS>\"".to_owned()]).collect();
+        let _ = writeln!(out, "# [roles.{role}]");
+        let _ = writeln!(out, "# argv = [{}]", words.join(", "));
+        let _ = writeln!(out, "# fixtures = [\"fixtures/<FILE>\"]   # relative to this file");
+        let _ = writeln!(out, "# setup = [\"<shell command run in the sandbox first>\"]");
+    }
+    out.push_str("\n[kit]\n");
+    let reads: Vec<String> = ["version", "manifest"]
+        .iter()
+        .filter(|c| commands.by_path.contains_key(**c))
+        .map(|c| format!("[{c:?}]"))
+        .collect();
+    let _ = writeln!(out, "read = [{}]", reads.join(", "));
+    let _ = writeln!(out, "invalid = [[\"manifest\", \"--conform-no-such-flag\"]]");
+    let destructive: Vec<&String> = commands
+        .by_path
+        .iter()
+        .filter(|(_, i)| i.danger_level == "destructive")
+        .map(|(p, _)| p)
+        .collect();
+    if !destructive.is_empty() {
+        let _ = writeln!(
+            out,
+            "# destructive = [{{ argv = [\"{}\", \"<ARGS>\"], dry_run_flag = \"--dry-run\" }}]   # never a confirmation flag",
+            destructive[0].replace('.', "\", \"")
+        );
+    }
+    out
+}
