@@ -40,8 +40,10 @@
 //!    aside: they only touch jobs the scenario started in its own sandbox).
 //! 2. [`scenario`] and [`plan`]: the catalogue compiled into the binary, filtered; scenarios
 //!    whose roles the profile lacks are skipped with the reason.
-//! 3. [`calibrate`]: each role a scenario needs runs once with `--budget 0`; its duration D and
-//!    response are cached for the run (computed once, also with `-j`).
+//! 3. [`calibrate`]: each role a scenario needs runs once with `--budget 0` (plainly, when its
+//!    command declares no interruption); its duration D and response are cached for the run
+//!    (computed once, also with `-j`). A calibration that does not exit 0 with a JSON response
+//!    is a harness error of the scenarios needing it: the profile's role is not usable.
 //! 4. [`run`]: each scenario in its own [`sandbox`] (a temporary HOME, XDG dirs and TMPDIR, a
 //!    marker variable, the role's fixtures and setup), steps through [`exec`], judged by
 //!    [`checks`]; afterwards every job seen is cancelled and the sandbox swept: a process still
