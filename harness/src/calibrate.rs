@@ -1,7 +1,7 @@
 //! Stage: calibrate. Each profile role runs once per run with `--budget 0` (without it when
-//! the role's command declares no interruption, since it then has no such flag); its duration D and
-//! final response are cached for every scenario, and the budgets the scenarios use derive from
-//! D, so the suite is as fast as the tool and independent of the machine's speed.
+//! the role's command declares no interruption, since it then has no such flag); its duration
+//! D and final response are cached for every scenario, and the budgets the scenarios use
+//! derive from D, so the suite is as fast as the tool and independent of the machine's speed.
 //!
 //! | variable        | value                                           | why                          |
 //! |-----------------|-------------------------------------------------|------------------------------|
