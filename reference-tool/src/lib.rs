@@ -4,8 +4,15 @@
 //! authors declare and the framework enforces ([`framework`]), and the `reftool` binary made of
 //! real commands on it ([`commands`]).
 //!
-//! Start-up time is measured by `cargo bench -p reftool --bench startup` (it builds and uses
-//! the release binary).
+//! The interruption runtime ([`runtime`]: budgets, detached jobs, progress, checkpoints) is
+//! wired into dispatch by [`framework::interrupt`]; the long-running commands (`analyze`,
+//! `digest`, `import`, `deploy`, `build`) and the `job` built-ins are in [`commands`].
+//! `reference-tool/conform.toml` is conform's profile for reftool.
+//!
+//! Benchmarks (optimized builds): `cargo bench -p reftool --bench startup` (start-up against
+//! `/bin/true`), `--bench handoff` (budget overshoot of a detached and a resume-only call,
+//! SIGTERM handoff, `job wait` wake-up; target budget + 50 ms), `--bench wake` (the inotify
+//! wake-up alone).
 
 // `Failure` is the error response itself, built at most once per process; keeping it a plain
 // struct (not boxed) keeps command code simple, and its size costs nothing measurable.
