@@ -511,6 +511,32 @@ fn sweep_stale_checkpoint_temps(store: &JobStore, view: &JobView) {
     }
 }
 
+/// How old a temp file beside a checkpoint must be before any `job` command removes it (a
+/// live atomic write lasts milliseconds).
+const STALE_TEMP_AGE: Duration = Duration::from_secs(600);
+
+/// The `job` commands' sweep (beside the runtime's retention): temp files of atomic
+/// checkpoint writes whose writer was killed and whose invocation was never repeated.
+fn sweep_old_checkpoint_temps(store: &JobStore) {
+    let Ok(instances) = std::fs::read_dir(store.state_dir().join("checkpoints")) else { return };
+    for instance in instances.flatten() {
+        let Ok(entries) = std::fs::read_dir(instance.path()) else { continue };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            let old = entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| t.elapsed().ok())
+                .is_some_and(|age| age >= STALE_TEMP_AGE);
+            if name.starts_with('.') && name.contains(".tmp-") && old {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+    }
+}
+
 /// A new detached job of a resume command starts where its valid file checkpoint stands:
 /// its progress is published from the checkpoint before the worker starts (the worker then
 /// restores the same checkpoint and never reports below it).
@@ -736,6 +762,7 @@ fn job_wait(app: &App, call: &Call<'_>) -> Result<Response, Failure> {
     let id = job_id_arg(&call.args)?;
     let mut jobs = Jobs::open(app, &call.state)?;
     let _ = jobs.store.clone().cleanup_expired(jobs.conn(), jobs::RETENTION_MS);
+    sweep_old_checkpoint_temps(&jobs.store);
     let budget_deadline = call.budget.and_then(|b| b.budget).map(|b| call.invocation.started + b);
     let timeout_deadline = call
         .invocation
@@ -759,6 +786,7 @@ fn job_status(app: &App, call: &Call<'_>) -> Result<Response, Failure> {
     let mut jobs = Jobs::open(app, &call.state)?;
     let store = jobs.store.clone();
     let _ = store.cleanup_expired(jobs.conn(), jobs::RETENTION_MS);
+    sweep_old_checkpoint_temps(&store);
     let view = store.get(jobs.conn(), &call.state.instance, &id).map_err(job_failure)?;
     let answering = Answering {
         app,
@@ -777,6 +805,7 @@ fn job_cancel(app: &App, call: &Call<'_>) -> Result<Response, Failure> {
     let store = jobs.store.clone();
     let instance = call.state.instance.as_str();
     let _ = store.cleanup_expired(jobs.conn(), jobs::RETENTION_MS);
+    sweep_old_checkpoint_temps(&store);
     let state = match store.request_cancel(jobs.conn(), instance, &id).map_err(job_failure)? {
         CancelOutcome::Cancelled => "cancelled",
         CancelOutcome::Cancelling => {

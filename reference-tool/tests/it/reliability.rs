@@ -80,9 +80,19 @@ fn ended_jobs_are_removed_after_the_retention_period() {
     let conn = rusqlite::Connection::open(sandbox.state_dir().join("state.db")).unwrap();
     conn.execute("UPDATE reftool_jobs SET ended_at_ms = 1000 WHERE job_id = ?1", [&id]).unwrap();
     drop(conn);
+    // A temp file a killed writer left beside a checkpoint, an hour ago; and a fresh one.
+    let checkpoints = sandbox.state_dir().join("checkpoints").join("n-default");
+    std::fs::create_dir_all(&checkpoints).unwrap();
+    let stale = checkpoints.join(".abc.json.tmp-0011");
+    let fresh = checkpoints.join(".def.json.tmp-2233");
+    std::fs::write(&stale, b"{").unwrap();
+    std::fs::write(&fresh, b"{").unwrap();
+    let hour_ago = std::time::SystemTime::now() - Duration::from_secs(3600);
+    std::fs::File::options().write(true).open(&stale).unwrap().set_modified(hour_ago).unwrap();
     let gone = sandbox.run(&["job", "status", &id]);
     assert_eq!((gone.exit, gone.code()), (5, "JOB_NOT_FOUND"));
     assert!(!jobs.join(&id).exists(), "the job directory is removed");
+    assert!(!stale.exists() && fresh.exists(), "only the old temp file is swept");
 }
 
 #[test]
