@@ -1,2 +1,3 @@
 //! Workspace-level tests: one binary, one module per subject.
 mod schemas;
+mod readme;
