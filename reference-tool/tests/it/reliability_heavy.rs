@@ -515,6 +515,16 @@ fn a_cancel_after_the_end_is_job_ended_and_the_identical_invocation_runs_normall
 // 5. a detached worker killed under its waiters
 // ---------------------------------------------------------------------------------------------
 
+/// The directory of job `id` (under any instance).
+fn job_dir(sandbox: &Sandbox, id: &str) -> std::path::PathBuf {
+    std::fs::read_dir(sandbox.state_dir().join("jobs"))
+        .unwrap()
+        .flatten()
+        .map(|instance| instance.path().join(id))
+        .find(|dir| dir.is_dir())
+        .unwrap_or_else(|| panic!("no directory for {id}"))
+}
+
 /// The `done` of the one file checkpoint under the sandbox's state dir.
 fn file_checkpoint_done(sandbox: &Sandbox) -> Option<u64> {
     let root = sandbox.state_dir().join("checkpoints");
@@ -559,6 +569,12 @@ fn a_killed_worker_is_job_lost_at_once_and_the_identical_invocation_resumes() {
     assert_eq!(lost.code(), "JOB_LOST");
     let detail = lost.json["error"]["detail"].as_str().unwrap_or_default();
     assert!(!detail.trim().is_empty(), "the log tail in error.detail: {}", lost.stdout);
+    let log = std::fs::read_to_string(job_dir(&rig.sandbox, &id).join("log")).unwrap();
+    assert!(
+        log.ends_with(detail) || detail.ends_with(log.trim_end()),
+        "error.detail is the tail of the job's log:\ndetail: {detail:?}\nlog: {log:?}"
+    );
+    assert!(detail.contains(&id), "the worker's log names its job: {detail:?}");
     let status = rig.run(&["job", "status", &id], 0);
     assert_eq!((status.exit, status.code()), (1, "JOB_LOST"), "{}", status.stdout);
 
@@ -601,4 +617,37 @@ fn a_resumed_detached_job_reports_its_checkpoint_from_the_first_answer() {
     let first_done = done(&again);
     rig.cancel(&job_id(&again));
     assert!(first_done >= saved, "first progress {first_done} < checkpoint {saved}");
+}
+
+/// The front process of a detach command dies (`kill -9`) while it waits out its budget: the
+/// worker runs on, and the identical invocation attaches to the same job.
+#[test]
+fn a_killed_front_leaves_the_job_running_and_the_identical_invocation_attaches() {
+    let reference = unbudgeted_analyze();
+    let rig = analyze_rig("killed-front");
+    let mut front =
+        rig.command(&["analyze", "data.csv", "--budget", "20s"], ANALYZE_PACE_MS).spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while rig.workers().is_empty() {
+        assert!(Instant::now() < deadline, "no worker was started");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    front.kill().unwrap();
+    front.wait().unwrap();
+    let workers = rig.workers();
+    assert_eq!(workers.len(), 1, "the worker outlives its front");
+
+    let again = rig.run(&["analyze", "data.csv", "--budget", "200ms"], ANALYZE_PACE_MS);
+    assert_incomplete(&again, "running");
+    assert!(done(&again) > 0, "the same job, already under way: {}", again.stdout);
+    assert_eq!(rig.workers(), workers, "no second worker");
+    let end = rig.continue_to_end(&again, ANALYZE_PACE_MS, &[]);
+    assert_eq!(comparable(&end), comparable(&reference), "{}", end.stdout);
+    let jobs = std::fs::read_dir(job_dir(&rig.sandbox, &job_id(&again)).parent().unwrap())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("job_"))
+        .count();
+    assert_eq!(jobs, 1, "one job for both calls");
 }
