@@ -96,13 +96,13 @@ fn the_flag_beats_the_environment_which_beats_the_default() {
     );
     assert_incomplete(&run, "running");
     assert_eq!(run.json["meta"]["budget_ms"], 400);
-    assert!(started.elapsed() < Duration::from_millis(1900), "{:?}", started.elapsed());
+    assert!(started.elapsed() < Duration::from_millis(3000), "{:?}", started.elapsed());
 
     let started = Instant::now();
     let run = paced(&sandbox, &["analyze", "data.csv"], &[("AGENT_CALL_BUDGET_MS", "400")]);
     assert_incomplete(&run, "running");
     assert_eq!(run.json["meta"]["budget_ms"], 400);
-    assert!(started.elapsed() < Duration::from_millis(1900), "{:?}", started.elapsed());
+    assert!(started.elapsed() < Duration::from_millis(3000), "{:?}", started.elapsed());
     // The same invocation attached to the same job both times (the budget is no identity).
     let first = run.json["data"]["job_id"].clone();
     let wait = paced(&sandbox, &["job", "wait", first.as_str().unwrap(), "--budget", "0"], &[]);
@@ -218,7 +218,7 @@ fn a_resume_only_call_pauses_and_continues_with_the_original_invocation() {
     let run = paced(&sandbox, &["digest", "big.txt", "--budget", "500ms"], &[]);
     let took = started.elapsed();
     assert_incomplete(&run, "paused");
-    assert!(took < Duration::from_millis(1500), "a 500 ms budget took {took:?}");
+    assert!(took < Duration::from_millis(3000), "a 500 ms budget took {took:?}");
     assert_eq!(
         run.json["data"]["continue_command"].as_str().unwrap(),
         format!(

@@ -42,7 +42,8 @@ fn the_callers_pipes_are_released_at_the_budget() {
         .arg(format!("'{}' analyze data.csv --budget 400ms | cat", exe.display()))
         .current_dir(sandbox.path())
         .env("REFTOOL_STATE_DIR", sandbox.state_dir())
-        .env("REFTOOL_PACE_MS", PACE)
+        // About 6 s of work: a held pipe could not end the pipeline within the bound below.
+        .env("REFTOOL_PACE_MS", "150")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -54,7 +55,7 @@ fn the_callers_pipes_are_released_at_the_budget() {
     assert_eq!(run.json["meta"]["exit_code"], 14, "{}", run.stdout);
     assert_valid("incomplete-response.json", &run.json);
     // `cat` sees end-of-file when the front exits: the worker holds none of the pipes.
-    assert!(took < Duration::from_millis(1800), "| cat returned after {took:?}");
+    assert!(took < Duration::from_millis(3000), "| cat returned after {took:?}");
     assert_eq!(sandbox.workers().len(), 1, "the work goes on in one worker");
 }
 
@@ -311,7 +312,7 @@ fn sigterm_before_the_budget_hands_off_at_once() {
     let started = Instant::now();
     kill(Pid::from_raw(i32::try_from(child.id()).unwrap()), Signal::SIGTERM).unwrap();
     let run = sandbox.finish(child.wait_with_output().unwrap());
-    assert!(started.elapsed() < Duration::from_millis(700), "{:?}", started.elapsed());
+    assert!(started.elapsed() < Duration::from_millis(2000), "{:?}", started.elapsed());
     assert_incomplete(&run, "running");
     assert_eq!(sandbox.workers().len(), 1, "the work goes on");
 }
@@ -325,8 +326,9 @@ fn an_async_command_returns_a_job_at_once() {
             .unwrap();
     }
     let started = Instant::now();
-    let run = paced(&sandbox, &["build", "--src", "src"], &[]);
-    assert!(started.elapsed() < Duration::from_millis(1000));
+    // About 4.5 s of work, answered at once.
+    let run = sandbox.run_env(&["build", "--src", "src"], &[("REFTOOL_PACE_MS", "150")]);
+    assert!(started.elapsed() < Duration::from_millis(2500));
     assert_eq!(run.exit, 0, "{}", run.stdout);
     let data = &run.envelope()["data"];
     assert_valid("job-descriptor.json", data);
@@ -411,7 +413,7 @@ fn sigterm_pauses_a_resume_only_call_at_its_next_checkpoint() {
     let started = Instant::now();
     kill(Pid::from_raw(i32::try_from(child.id()).unwrap()), Signal::SIGTERM).unwrap();
     let run = sandbox.finish(child.wait_with_output().unwrap());
-    assert!(started.elapsed() < Duration::from_millis(700), "{:?}", started.elapsed());
+    assert!(started.elapsed() < Duration::from_millis(2000), "{:?}", started.elapsed());
     assert_incomplete(&run, "paused");
     let message = run.json["error"]["message"].as_str().unwrap();
     assert!(!message.contains("budget"), "a SIGTERM is no budget: {message}");
