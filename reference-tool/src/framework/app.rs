@@ -4,11 +4,11 @@
 //! `write_all` and turns into the exit status. The stages, in order:
 //!
 //! 1. modes (JSON or text, interactive or not), decided once;
-//! 2. hidden entry points (`__worker`, part 2's) before clap;
+//! 2. the detached worker (`__worker <job dir>`) and other hidden entry points, before clap;
 //! 3. parse (clap) → ARG_ERROR, help or `--version`;
 //! 4. validation of framework flags and environment (durations, instance, pacing, state dir);
 //! 5. idempotency: a finished call with the same key answers from the store;
-//! 6. the interruption hook (part 2);
+//! 6. interruptible, async and `job` commands: the job runtime ([`super::interrupt`]);
 //! 7. the work, on its own thread, bounded by the wall-clock limit and SIGTERM;
 //! 8. the response: declared-exit checks, retryable from the declared entry, meta.
 
@@ -348,13 +348,10 @@ impl App {
             db = Some(opened);
         }
 
-        // Stage 6 — PART 2 HOOK (interruption). For a command with `spec.interruption`, this is
-        // where the runtime resolves the call budget (`invocation.budget_flag`, else
-        // AGENT_CALL_BUDGET_MS, else 30000 ms; none in a TTY without --budget), records
-        // `meta.budget_ms`, and decides: run inline (below, with a budget deadline that
-        // requests StopReason::Budget), hand off to a detached job (detach: true; INCOMPLETE
-        // `running`), or attach to / resume an existing job or checkpoint. A command without
-        // `interruption` always runs inline under its plain wall-clock limit.
+        // Stage 6: interruptible, async and `job` commands go through the job runtime
+        // (`interrupt`): attach to the identical invocation's job, hand off to a detached
+        // worker, or run here up to a checkpoint past the budget. The budget was resolved in
+        // `dispatch`. Every other command runs below under its plain wall-clock limit.
         if super::interrupt::handles(spec) {
             return super::interrupt::dispatch(
                 self,
