@@ -1,7 +1,7 @@
 //! Reliability of the interruption runtime under abuse (the heavy versions of `reliability`),
 //! through the real binary: `kill -9` of a writer at many random instants, eight identical
-//! calls at once, jobs seen from another instance, a cancel that comes too late, and a worker
-//! killed under its waiters.
+//! calls at once, jobs seen from another instance, a cancel that comes too late, a worker
+//! killed under its waiters, and a front killed while it waits out its budget.
 //!
 //! Every process these tests start carries a marker variable in its environment (inherited by
 //! the detached workers), so the workers are found by `/proc/<pid>/environ` and every one still
