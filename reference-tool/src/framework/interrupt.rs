@@ -56,6 +56,7 @@
 //! CANCELLED (exit 1).
 
 use std::ffi::OsString;
+use std::io::IsTerminal;
 use std::panic::AssertUnwindSafe;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -567,11 +568,21 @@ fn wait_and_answer(
 ) -> Result<Response, Failure> {
     let sigterm = answering.app.sigterm_flag();
     let store = jobs.store.clone();
-    let outcome =
-        wake::wait_for_job_interruptible(&store, jobs.conn(), instance, id, deadline, &sigterm)
-            .map_err(job_failure)?;
-    let view = match outcome {
-        WaitOutcome::Ended(view) | WaitOutcome::Pending(view) => view,
+    let view = if std::io::stderr().is_terminal() {
+        wait_with_bar(&store, jobs.conn(), instance, id, deadline, &sigterm)?
+    } else {
+        match wake::wait_for_job_interruptible(
+            &store,
+            jobs.conn(),
+            instance,
+            id,
+            deadline,
+            &sigterm,
+        )
+        .map_err(job_failure)?
+        {
+            WaitOutcome::Ended(view) | WaitOutcome::Pending(view) => view,
+        }
     };
     if sigterm.load(std::sync::atomic::Ordering::SeqCst) {
         // Handed off on SIGTERM, not at the budget: the message must not claim otherwise.
@@ -580,6 +591,55 @@ fn wait_and_answer(
         return Ok(handed_off.answer(&view));
     }
     Ok(answering.answer(&view))
+}
+
+/// How often a person's progress bar follows a job it waits on.
+const BAR_REFRESH: Duration = Duration::from_millis(200);
+
+/// [`wake::wait_for_job_interruptible`] in short slices, drawing the job's progress on stderr
+/// (a terminal) between them: a person waiting on a detached job sees it advance.
+fn wait_with_bar(
+    store: &JobStore,
+    conn: &Connection,
+    instance: &str,
+    id: &JobId,
+    deadline: Option<Instant>,
+    sigterm: &std::sync::atomic::AtomicBool,
+) -> Result<JobView, Failure> {
+    let bar =
+        indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::stderr());
+    if let Ok(style) =
+        indicatif::ProgressStyle::with_template("{spinner} {pos}/{len} {msg} {elapsed}")
+    {
+        bar.set_style(style);
+    }
+    loop {
+        let slice = Instant::now() + BAR_REFRESH;
+        let until = deadline.map_or(slice, |d| d.min(slice));
+        let outcome =
+            wake::wait_for_job_interruptible(store, conn, instance, id, Some(until), sigterm)
+                .map_err(job_failure)?;
+        let view = match outcome {
+            WaitOutcome::Ended(view) => {
+                bar.finish_and_clear();
+                return Ok(view);
+            }
+            WaitOutcome::Pending(view) => view,
+        };
+        if let Some(total) = view.progress.total {
+            bar.set_length(total);
+        }
+        bar.set_position(view.progress.done);
+        if let Some(unit) = &view.progress.unit {
+            bar.set_message(unit.clone());
+        }
+        let out_of_time = deadline.is_some_and(|d| Instant::now() >= d);
+        let interrupted = sigterm.load(std::sync::atomic::Ordering::SeqCst);
+        if out_of_time || interrupted || view.status == JobStatus::Paused {
+            bar.abandon();
+            return Ok(view);
+        }
+    }
 }
 
 struct InlineRun {

@@ -425,3 +425,32 @@ fn sigterm_pauses_a_resume_only_call_at_its_next_checkpoint() {
     assert!(again.json["data"]["progress"]["done"].as_u64().unwrap() >= done);
     sandbox.run(&["job", "cancel", &job_id(&again)]);
 }
+
+#[test]
+fn a_person_waiting_on_a_detached_job_sees_its_progress_on_stderr() {
+    use std::io::Read;
+    let sandbox = analyze_sandbox();
+    let pty = nix::pty::openpty(None, None).unwrap();
+    let mut cmd = sandbox.command(&["analyze", "data.csv", "--budget", "0"]);
+    // Without TERM, indicatif takes the terminal for a dumb one and draws nothing.
+    cmd.env("REFTOOL_PACE_MS", PACE).env("TERM", "xterm").stderr(Stdio::from(pty.slave));
+    let mut master = std::fs::File::from(pty.master);
+    let reader = std::thread::spawn(move || {
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 4096];
+        // Ends with EIO once the last holder of the terminal's other side is gone.
+        while let Ok(n) = master.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            seen.extend_from_slice(&buf[..n]);
+        }
+        String::from_utf8_lossy(&seen).into_owned()
+    });
+    let output = cmd.output().unwrap();
+    drop(cmd);
+    assert_eq!(output.status.code(), Some(0));
+    let drawn = reader.join().unwrap();
+    assert!(drawn.contains("bytes"), "no progress bar on the terminal: {drawn:?}");
+    assert!(String::from_utf8(output.stdout).unwrap().starts_with("{\"ok\":true"));
+}
