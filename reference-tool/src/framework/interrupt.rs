@@ -453,7 +453,13 @@ fn front(app: &App, spec: &CommandSpec, call: Call<'_>) -> Result<Response, Fail
             );
         }
         Claim::Ended(view) => return Ok(answering.answer(&view)),
-        Claim::Created(view) | Claim::Resumed(view) => view,
+        Claim::Created(view) => {
+            // Retention is enforced whenever a job is born, not only when someone asks about
+            // jobs: an agent that never runs a `job` command leaves no pile behind.
+            let _ = jobs.store.clone().cleanup_expired(jobs.conn(), jobs::RETENTION_MS);
+            view
+        }
+        Claim::Resumed(view) => view,
     };
     sweep_stale_checkpoint_temps(&jobs.store, &view);
     if interruption.detach {

@@ -89,9 +89,12 @@ fn ended_jobs_are_removed_after_the_retention_period() {
     std::fs::write(&fresh, b"{").unwrap();
     let hour_ago = std::time::SystemTime::now() - Duration::from_secs(3600);
     std::fs::File::options().write(true).open(&stale).unwrap().set_modified(hour_ago).unwrap();
+    // A new job's birth enforces retention...
+    assert_eq!(sandbox.run(&["analyze", "small.csv"]).exit, 0);
+    assert!(!jobs.join(&id).exists(), "the expired job directory is removed");
+    // ...and so does every job command.
     let gone = sandbox.run(&["job", "status", &id]);
     assert_eq!((gone.exit, gone.code()), (5, "JOB_NOT_FOUND"));
-    assert!(!jobs.join(&id).exists(), "the job directory is removed");
     assert!(!stale.exists() && fresh.exists(), "only the old temp file is swept");
 }
 
