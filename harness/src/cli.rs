@@ -317,6 +317,7 @@ fn run_command(args: &RunArgs, started: Instant) -> Result<u8, ArgError> {
         }
     };
     let results = engine.run_plan(&planned, jobs, &events, &finish);
+    crate::interrupt::hold_if_interrupted();
     let summary =
         RunSummary::compute(&results, roles_missing, baseline.is_some(), millis(started.elapsed()));
     let code = summary.exit_code;

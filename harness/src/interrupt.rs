@@ -9,6 +9,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
 
 use nix::sys::signal::{Signal, kill, killpg};
@@ -73,18 +74,45 @@ pub fn install() -> Result<(), String> {
         .clone()
 }
 
-/// Kills every process of every live sandbox and removes their directories; returns how many
-/// processes it found.
+/// Whether conform was interrupted: the runner starts no new process then.
+pub fn interrupted() -> bool {
+    STOPPING.load(Ordering::SeqCst)
+}
+
+/// `Err` once conform is interrupted, for the runner to check before it starts a process.
+pub fn gate() -> Result<(), String> {
+    if interrupted() { Err("conform was interrupted".into()) } else { Ok(()) }
+}
+
+/// Called by the run once its scenarios ended: when conform was interrupted, the watcher
+/// thread is cleaning up and will end the process; the run must not report or exit first.
+pub fn hold_if_interrupted() {
+    while interrupted() {
+        std::thread::park_timeout(std::time::Duration::from_secs(1));
+    }
+}
+
+static STOPPING: AtomicBool = AtomicBool::new(false);
+
+/// Quiet scans in a row after which no process of the run is left (a step that passed the
+/// [`gate`] just before the signal shows its marker once its program is loaded).
+const QUIET_SCANS: usize = 4;
+
+/// Stops the runner from starting processes, kills every process of every live sandbox until
+/// several scans in a row find none, and removes the directories; returns how many processes
+/// it killed.
 pub fn clean_up() -> usize {
-    let live = live().lock().unwrap_or_else(PoisonError::into_inner).clone();
+    STOPPING.store(true, Ordering::SeqCst);
     let mut found = 0;
-    for (marker, root) in &live {
-        // Repeat: a process may fork while its siblings die.
-        for _ in 0..5 {
-            let procs = sandbox::scan(marker);
-            if procs.is_empty() {
-                break;
-            }
+    let mut quiet = 0;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
+    while quiet < QUIET_SCANS && std::time::Instant::now() < deadline {
+        let live = live().lock().unwrap_or_else(PoisonError::into_inner).clone();
+        let procs: Vec<_> = live.keys().flat_map(|marker| sandbox::scan(marker)).collect();
+        if procs.is_empty() {
+            quiet += 1;
+        } else {
+            quiet = 0;
             found += procs.len();
             let own_group = nix::unistd::getpgrp();
             for p in procs {
@@ -96,11 +124,12 @@ pub fn clean_up() -> usize {
                     let _ = killpg(group, Signal::SIGKILL);
                 }
             }
-            std::thread::sleep(std::time::Duration::from_millis(20));
         }
-        if let Some(root) = root {
-            let _ = std::fs::remove_dir_all(root);
-        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let live = live().lock().unwrap_or_else(PoisonError::into_inner).clone();
+    for root in live.values().flatten() {
+        let _ = std::fs::remove_dir_all(root);
     }
     found
 }

@@ -149,6 +149,7 @@ impl Engine {
                 for (k, v) in &setup_env {
                     inv.env.insert(k.into(), v.into());
                 }
+                crate::interrupt::gate()?;
                 let outcome = exec::run(&inv).map_err(|e| format!("role `{name}` setup: {e}"))?;
                 if outcome.termination != Termination::Exited(0) {
                     return Err(format!(
@@ -185,6 +186,7 @@ impl Engine {
         }
         inv.stdin = role_stdin(role);
         inv.timeout = CALIBRATION_LIMIT;
+        crate::interrupt::gate()?;
         let outcome =
             exec::run(&inv).map_err(|e| format!("calibration of role `{role_name}`: {e}"))?;
         let Termination::Exited(exit_code) = outcome.termination else {
@@ -475,6 +477,7 @@ impl Resolve for ScenarioState<'_> {
         let mut inv =
             Invocation::new(Program::Argv(argv), self.base_env.clone(), self.work.clone());
         inv.timeout = Duration::from_secs(10);
+        crate::interrupt::gate()?;
         let outcome = exec::run(&inv).map_err(|e| e.to_string())?;
         if outcome.termination != Termination::Exited(0) {
             return Err(format!(
@@ -701,6 +704,7 @@ impl ScenarioState<'_> {
 
         let count = r.count.unwrap_or(1) as usize;
         let start = Instant::now();
+        crate::interrupt::gate()?;
         let mut running = Vec::with_capacity(count);
         for _ in 0..count {
             running.push(exec::spawn(&inv).map_err(|e| e.to_string())?);
@@ -807,6 +811,7 @@ impl ScenarioState<'_> {
         let mut indices = Vec::new();
         for hop in 1..=max_hops {
             let inv = self.shell_invocation(c, line.clone())?;
+            crate::interrupt::gate()?;
             let outcome = exec::run(&inv).map_err(|e| e.to_string())?;
             let i = self.record(&c.name, format!("{}#{hop}", c.name), &inv, outcome);
             indices.push(i);
@@ -839,6 +844,7 @@ impl ScenarioState<'_> {
             Err(f) => return Ok(vec![f]),
         };
         let inv = self.shell_invocation(c, line)?;
+        crate::interrupt::gate()?;
         let outcome = exec::run(&inv).map_err(|e| e.to_string())?;
         let i = self.record(&c.name, c.name.clone(), &inv, outcome);
         Ok(self.judge(&c.name, &c.expect, &[i]))
@@ -879,6 +885,9 @@ impl ScenarioState<'_> {
             }
         }
         for mut inv in invocations {
+            if crate::interrupt::interrupted() {
+                break;
+            }
             inv.timeout = Duration::from_secs(15);
             let _ = exec::run(&inv);
         }

@@ -141,12 +141,14 @@ fn an_interrupted_run_leaves_nothing_behind() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // Wait until the tool runs (discovery calls it at once).
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while !pids.exists() && std::time::Instant::now() < deadline {
+    // Wait until a scenario's step runs the tool: discovery calls it first and gives up on it
+    // after its 10 s limit, then the first scenario calls it again.
+    let started = || std::fs::read_to_string(&pids).map_or(0, |t| t.lines().count());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(40);
+    while started() < 2 && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
-    assert!(pids.exists(), "the tool never started");
+    assert!(started() >= 2, "no scenario ran the tool");
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap()),
         nix::sys::signal::Signal::SIGINT,
@@ -158,7 +160,7 @@ fn an_interrupted_run_leaves_nothing_behind() {
     std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
     assert!(stderr.contains("interrupted"), "{stderr}");
     for pid in std::fs::read_to_string(&pids).unwrap().lines() {
-        assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists(), "process {pid} survived");
+        assert!(!crate::support::alive(pid), "process {pid} survived");
     }
     let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().collect();
     assert!(left.is_empty(), "sandboxes left behind: {left:?}");

@@ -68,3 +68,22 @@ pub fn fake_profile(dir: &Path, extra_env: &str) -> PathBuf {
     std::fs::write(&path, text).unwrap();
     path
 }
+
+/// Whether a process still runs: a zombie (killed, not yet reaped by whoever inherited it) does
+/// not count. Waits up to two seconds for a dying process to go.
+pub fn alive(pid: &str) -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    loop {
+        let state = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|stat| {
+                stat.rsplit_once(')').map(|(_, rest)| rest.trim_start().chars().next())
+            })
+            .flatten();
+        let running = matches!(state, Some(s) if s != 'Z' && s != 'X');
+        if !running || std::time::Instant::now() >= deadline {
+            return running;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
