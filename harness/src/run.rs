@@ -116,6 +116,7 @@ impl Engine {
     /// A sandbox prepared for these roles: tool env, fixtures copied, setup run; `keep` keeps
     /// its directory afterwards.
     fn sandbox_for(&self, roles: &[&str], keep: bool) -> Result<Guarded, String> {
+        crate::interrupt::gate()?;
         let mut sandbox = Sandbox::new().map_err(|e| e.to_string())?;
         if keep {
             sandbox.keep();
