@@ -1,7 +1,7 @@
 //! Reliability of the interruption runtime under abuse (the heavy versions of `reliability`),
-//! through the real binary: `kill -9` of a writer at many random instants, eight identical
-//! calls at once, jobs seen from another instance, a cancel that comes too late, a worker
-//! killed under its waiters, and a front killed while it waits out its budget.
+//! through the real binary: `kill -9` of a writer (and of a reader) at many random instants,
+//! eight identical calls at once, jobs seen from another instance, a cancel that comes too
+//! late, a worker killed under its waiters, and a front killed while it waits out its budget.
 //!
 //! Every process these tests start carries a marker variable in its environment (inherited by
 //! the detached workers), so the workers are found by `/proc/<pid>/environ` and every one still
@@ -650,4 +650,64 @@ fn a_killed_front_leaves_the_job_running_and_the_identical_invocation_attaches()
         .filter(|e| e.file_name().to_string_lossy().starts_with("job_"))
         .count();
     assert_eq!(jobs, 1, "one job for both calls");
+}
+
+// ---------------------------------------------------------------------------------------------
+// A resume-only reader killed at random instants (file checkpoints)
+// ---------------------------------------------------------------------------------------------
+
+/// Pacing of the killed digests: about 26 units of 64 KiB, about 2 s.
+const DIGEST_PACE_MS: u64 = 80;
+const DIGEST_ROUNDS: u32 = 12;
+
+#[test]
+fn a_reader_killed_at_random_instants_resumes_from_its_checkpoint_to_the_true_digest() {
+    use sha2::Digest;
+    let rig = Rig::new("kill9-digest");
+    let text: String = (1..=240_000u32).map(|n| format!("{n}\n")).collect();
+    std::fs::write(rig.sandbox.path().join("big.txt"), &text).unwrap();
+    let truth: String =
+        sha2::Sha256::digest(text.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+    let window_ms = 2300.0;
+    let mut draw = Draw::seeded();
+    let mut mid_run_kills = 0;
+    for round in 0..DIGEST_ROUNDS {
+        // Each round its own invocation (and so its own checkpoint): a link to the same file.
+        let name = format!("big-{round}.txt");
+        std::os::unix::fs::symlink("big.txt", rig.sandbox.path().join(&name)).unwrap();
+        let slice = window_ms / f64::from(DIGEST_ROUNDS);
+        let at = Duration::from_secs_f64((f64::from(round) + draw.unit()) * slice / 1000.0);
+        let mut child = rig.command(&["digest", &name], DIGEST_PACE_MS).spawn().unwrap();
+        std::thread::sleep(at);
+        let _ = child.kill();
+        child.wait().unwrap();
+        let saved = file_checkpoint_done(&rig.sandbox);
+        if saved.is_some_and(|d| d > 0) {
+            mid_run_kills += 1;
+        }
+
+        let first = rig.run(&["digest", &name, "--budget", "1"], DIGEST_PACE_MS);
+        if first.exit == 14 {
+            assert_incomplete(&first, "paused");
+            assert!(
+                done(&first) >= saved.unwrap_or(0),
+                "round {round} (kill at {at:?}): resumed at {} below the checkpoint's {saved:?}",
+                done(&first)
+            );
+        } else {
+            assert_eq!(first.exit, 0, "round {round}: {}\n{}", first.stdout, first.stderr);
+        }
+        let end = rig.run(&["digest", &name, "--budget", "0"], 0);
+        assert_eq!(end.exit, 0, "round {round}: {}\n{}", end.stdout, end.stderr);
+        assert_eq!(
+            end.envelope()["data"]["sha256"],
+            truth.as_str(),
+            "round {round} (kill at {at:?}, checkpoint {saved:?}): the true digest"
+        );
+        assert_eq!(file_checkpoint_done(&rig.sandbox), None, "round {round}: checkpoint removed");
+    }
+    assert!(
+        mid_run_kills >= DIGEST_ROUNDS / 2,
+        "only {mid_run_kills} of {DIGEST_ROUNDS} kills landed after a checkpoint"
+    );
 }
