@@ -21,4 +21,5 @@
 pub mod commands;
 pub mod duration;
 pub mod framework;
+pub mod mutants;
 pub mod runtime;

@@ -20,18 +20,31 @@ fn main() -> ExitCode {
         let _ = writeln!(std::io::stderr().lock(), "reftool: worker failed to detach: {e}");
         return ExitCode::from(Exit::GENERAL_ERROR.code());
     }
+    // Test-only faults (reftool::mutants); nothing without the `mutants` feature.
+    if let Some(code) = reftool::mutants::before_run(&argv) {
+        return ExitCode::from(code);
+    }
+    let mutant_argv = argv.clone();
     let mode = Modes::detect(&argv).output;
     let finished = std::panic::catch_unwind(|| {
         let app = match reftool::commands::app() {
             Ok(app) => app,
             Err(e) => return internal_error_finish(mode, &format!("registration failed: {e}")),
         };
-        if let Err(e) = app.install_signal_handlers() {
+        let sigterm_kills = reftool::mutants::active(reftool::mutants::Mutant::SigtermKillsTheCall);
+        if let Err(e) = if sigterm_kills { Ok(()) } else { app.install_signal_handlers() } {
             let _ = writeln!(std::io::stderr().lock(), "reftool: no SIGTERM handler: {e}");
         }
         app.run(argv)
     })
     .unwrap_or_else(|_| internal_error_finish(mode, "panic outside the command's work"));
+    let mut finished = finished;
+    reftool::mutants::tamper_output(
+        &mutant_argv,
+        &mut finished.stdout,
+        &mut finished.stderr,
+        &mut finished.exit,
+    );
     if !finished.stderr.is_empty() {
         let _ = std::io::stderr().lock().write_all(finished.stderr.as_bytes());
     }

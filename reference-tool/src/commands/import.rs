@@ -216,6 +216,14 @@ fn work(ctx: &mut Ctx, job: &mut JobContext<'_>) -> Result<Value, Failure> {
             return Ok(result);
         }
         progress(job, state.rows, None, "rows")?;
+        let tx = if crate::mutants::active(crate::mutants::Mutant::CheckpointAfterCommit) {
+            tx.commit().map_err(|e| db_failure(&e))?;
+            std::thread::sleep(ctx.invocation.pace);
+            db.transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(|e| db_failure(&e))?
+        } else {
+            tx
+        };
         let flow = job.commit_with(&checkpoints, tx, &state, state.rows);
         safe_point(flow).map_err(|f| discard_on_cancel(f, &checkpoints, &db))?;
     }

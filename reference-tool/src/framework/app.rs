@@ -178,6 +178,9 @@ impl App {
             }
             Err(Early::Invalid { failure, usage }) => {
                 let mut response = Response::failure(*failure);
+                if crate::mutants::active(crate::mutants::Mutant::UnknownFlagExits1) {
+                    response.exit = Exit::GENERAL_ERROR;
+                }
                 response.duration_ms = elapsed_ms(started);
                 response.timeout_ms = Some(DEFAULT_TIMEOUT_MS);
                 return finish(response, modes.output, usage);
@@ -309,6 +312,8 @@ impl App {
         let mut response = self.dispatch_inner(spec, prepared, budget.as_ref());
         if let Some(budget) = &budget {
             super::interrupt::stamp_budget(&mut response, budget);
+        } else if let Some(ms) = crate::mutants::plain_budget_meta() {
+            response.meta.insert("budget_ms".into(), json!(ms));
         }
         response
     }
@@ -331,7 +336,9 @@ impl App {
                 Ok(opened) => opened,
                 Err(e) => return Response::failure(e.to_failure()),
             };
-            match opened.idempotency_lookup(&state.instance, &spec.path, key) {
+            let lookup = opened.idempotency_lookup(&state.instance, &spec.path, key);
+            let ignore_key = crate::mutants::active(crate::mutants::Mutant::IdempotencyKeyIgnored);
+            match lookup.map(|hit| hit.filter(|_| !ignore_key)) {
                 Err(e) => return Response::failure(e.to_failure()),
                 Ok(Some((stored_digest, data))) if stored_digest == digest => {
                     let mut data = data;
@@ -618,7 +625,11 @@ fn stop_failure(spec: &CommandSpec, reason: StopReason, timeout: Option<Duration
             let ms = timeout.map_or(0, |d| d.as_millis());
             let retryable = spec.entry(Exit::TIMEOUT).map(|e| e.retryable).unwrap_or(false);
             Failure::new(
-                Exit::TIMEOUT,
+                if crate::mutants::active(crate::mutants::Mutant::PlainTimeoutIsGeneralError) {
+                    Exit::GENERAL_ERROR
+                } else {
+                    Exit::TIMEOUT
+                },
                 "TIMEOUT",
                 format!("the wall-clock limit of {ms} ms ran out; the work stopped"),
             )

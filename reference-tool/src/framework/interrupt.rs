@@ -134,7 +134,9 @@ pub fn resolve_call_budget(invocation: &Invocation) -> ResolvedBudget {
 /// Records the budget in force in `meta.budget_ms` (unless the answer set its own) and adds
 /// the budget's warnings.
 pub fn stamp_budget(response: &mut Response, budget: &ResolvedBudget) {
-    if let Some(ms) = budget.meta_budget_ms {
+    let drop_on_success = crate::mutants::active(crate::mutants::Mutant::NoBudgetMetaOnSuccess)
+        && response.exit == Exit::SUCCESS;
+    if let Some(ms) = budget.meta_budget_ms.filter(|_| !drop_on_success) {
         response.meta.entry("budget_ms").or_insert(json!(ms));
     }
     for w in &budget.warnings {
@@ -389,7 +391,11 @@ impl Answering<'_> {
             "INCOMPLETE",
             incomplete::message(state, self.budget_ms, &view.progress),
         )
-        .retryable(retryable)
+        .retryable(
+            retryable
+                || (writes
+                    && crate::mutants::active(crate::mutants::Mutant::WriterIncompleteRetryable)),
+        )
         .with_data(data)
     }
 }
@@ -418,7 +424,7 @@ fn front(app: &App, spec: &CommandSpec, call: Call<'_>) -> Result<Response, Fail
         command_path: spec.path.clone(),
         args: normalize_args(invocation.argv.get(1..).unwrap_or_default()),
         cwd,
-        tool_version: app.version().to_owned(),
+        tool_version: crate::mutants::identity_version(app.version()),
         stdin_digest: spool.as_ref().map(|s| s.digest.clone()),
         idempotency_key: invocation.idempotency_key.clone(),
         instance: instance.clone(),
@@ -454,6 +460,13 @@ fn front(app: &App, spec: &CommandSpec, call: Call<'_>) -> Result<Response, Fail
         }
         Claim::Ended(view) => return Ok(answering.answer(&view)),
         Claim::Created(view) => {
+            if crate::mutants::take_stale_cancel(
+                jobs.store.state_dir(),
+                view.record.identity.as_str(),
+            ) {
+                let _ =
+                    jobs.store.clone().request_cancel(jobs.conn(), &instance, &view.record.job_id);
+            }
             // Retention is enforced whenever a job is born, not only when someone asks about
             // jobs: an agent that never runs a `job` command leaves no pile behind.
             let _ = jobs.store.clone().cleanup_expired(jobs.conn(), jobs::RETENTION_MS);
@@ -804,7 +817,7 @@ fn start_async(app: &App, spec: &CommandSpec, call: &Call<'_>) -> Result<Respons
         JobStatus::Cancelled => "cancelled",
         _ => "failed",
     };
-    Ok(Response::success(json!({
+    let mut descriptor = json!({
         "job_id": id,
         "status": status,
         "terminal": status != "running",
@@ -813,7 +826,13 @@ fn start_async(app: &App, spec: &CommandSpec, call: &Call<'_>) -> Result<Respons
         "cancel_command": command("cancel"),
         "poll_interval_ms": POLL_INTERVAL_MS,
         "timeout_ms": lifetime_ms,
-    })))
+    });
+    if crate::mutants::active(crate::mutants::Mutant::AsyncDescriptorWithoutTerminal)
+        && let Some(map) = descriptor.as_object_mut()
+    {
+        map.remove("terminal");
+    }
+    Ok(Response::success(descriptor))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -844,10 +863,21 @@ fn job_wait(app: &App, call: &Call<'_>) -> Result<Response, Failure> {
         tool: tool_prefix(&call.invocation, &call.state.instance),
         budget_ms: call.budget.and_then(|b| b.meta_budget_ms),
     };
-    wait_and_answer(&mut jobs, &answering, &call.state.instance, &id, deadline)
+    let answer = wait_and_answer(&mut jobs, &answering, &call.state.instance, &id, deadline);
+    answer.map(|mut response| {
+        if crate::mutants::active(crate::mutants::Mutant::RelayedResultLosesData)
+            && response.exit == Exit::SUCCESS
+        {
+            response.data = Value::Null;
+        }
+        response
+    })
 }
 
 fn job_status(app: &App, call: &Call<'_>) -> Result<Response, Failure> {
+    if crate::mutants::active(crate::mutants::Mutant::JobStatusWaits) {
+        return job_wait(app, call);
+    }
     let id = job_id_arg(&call.args)?;
     let mut jobs = Jobs::open(app, &call.state)?;
     let store = jobs.store.clone();
@@ -860,6 +890,12 @@ fn job_status(app: &App, call: &Call<'_>) -> Result<Response, Failure> {
         budget_ms: Some(0),
     };
     let mut response = answering.answer(&view);
+    if crate::mutants::active(crate::mutants::Mutant::AsyncStatusExits3)
+        && response.exit == Exit::INCOMPLETE
+        && app.registry().get(&view.record.command_path).is_some_and(|s| s.is_async)
+    {
+        response.exit = Exit::PARTIAL_FAILURE;
+    }
     // It never waits: the budget in force for this call is none.
     response.meta.insert("budget_ms".into(), json!(0));
     Ok(response)
@@ -869,10 +905,22 @@ fn job_cancel(app: &App, call: &Call<'_>) -> Result<Response, Failure> {
     let id = job_id_arg(&call.args)?;
     let mut jobs = Jobs::open(app, &call.state)?;
     let store = jobs.store.clone();
-    let instance = call.state.instance.as_str();
+    let foreign = crate::mutants::foreign_instance(jobs.conn(), id.as_str());
+    let instance = foreign.as_deref().unwrap_or(call.state.instance.as_str());
     let _ = store.cleanup_expired(jobs.conn(), jobs::RETENTION_MS);
     sweep_old_checkpoint_temps(&store);
-    let state = match store.request_cancel(jobs.conn(), instance, &id).map_err(job_failure)? {
+    if crate::mutants::active(crate::mutants::Mutant::CancelIgnored) {
+        return Ok(Response::success(
+            json!({"effect": "updated", "job_id": id.as_str(), "state": "cancelled"}),
+        ));
+    }
+    let requested = store.request_cancel(jobs.conn(), instance, &id);
+    if let Err(JobError::JobEnded { .. }) = &requested
+        && let Ok(view) = store.get(jobs.conn(), instance, &id)
+    {
+        crate::mutants::leave_stale_cancel(store.state_dir(), view.record.identity.as_str());
+    }
+    let state = match requested.map_err(job_failure)? {
         CancelOutcome::Cancelled => "cancelled",
         CancelOutcome::Cancelling => {
             let deadline = Some(Instant::now() + CANCEL_ACK_WAIT);

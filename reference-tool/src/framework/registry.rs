@@ -739,7 +739,9 @@ pub fn validate(mut spec: CommandSpec) -> Result<CommandSpec, RegistrationError>
     if (spec.interruption.is_some() || spec.is_async) && spec.job_run.is_none() {
         return Err(RegistrationError::MissingJobWork(err_path()));
     }
-    if spec.interruption.is_some() || spec.takes_budget {
+    let plain_budget = crate::mutants::active(crate::mutants::Mutant::BudgetFlagOnPlainCommand)
+        && spec.path == "migrate";
+    if spec.interruption.is_some() || spec.takes_budget || plain_budget {
         spec.flags.push(
             FlagSpec::string(
                 "budget",

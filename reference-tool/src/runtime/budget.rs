@@ -105,19 +105,32 @@ fn millis(d: Duration) -> u64 {
 
 /// Resolves the budget as described in the module docs.
 pub fn resolve_budget(inputs: &BudgetInputs<'_>) -> Result<ResolvedBudget, BudgetError> {
-    if let Some(flag) = inputs.flag {
+    if crate::mutants::active(crate::mutants::Mutant::EnvBeatsFlag)
+        && inputs.flag.is_some()
+        && let Some(Ok(d)) = inputs.env.map(parse_duration)
+    {
+        return Ok(resolved(millis(d), BudgetSource::Env, Vec::new()));
+    }
+    let zero_defers = crate::mutants::active(crate::mutants::Mutant::ZeroBudgetDefersToEnv);
+    if let Some(flag) =
+        inputs.flag.filter(|f| !(zero_defers && parse_duration(f).is_ok_and(|d| d.is_zero())))
+    {
         let d = parse_duration(flag)?;
         return Ok(resolved(millis(d), BudgetSource::Flag, Vec::new()));
     }
-    if inputs.stdin_is_terminal {
+    if inputs.stdin_is_terminal && !crate::mutants::active(crate::mutants::Mutant::BudgetOnTerminal)
+    {
         return Ok(ResolvedBudget {
             budget: None,
-            meta_budget_ms: None,
+            meta_budget_ms: crate::mutants::active(crate::mutants::Mutant::BudgetMetaOnTerminal)
+                .then_some(0),
             source: BudgetSource::Interactive,
             warnings: Vec::new(),
         });
     }
-    if let Some(env) = inputs.env {
+    if let Some(env) =
+        inputs.env.filter(|_| !crate::mutants::active(crate::mutants::Mutant::EnvBudgetIgnored))
+    {
         match parse_duration(env) {
             Ok(d) => return Ok(resolved(millis(d), BudgetSource::Env, Vec::new())),
             Err(e) => {
@@ -132,7 +145,12 @@ pub fn resolve_budget(inputs: &BudgetInputs<'_>) -> Result<ResolvedBudget, Budge
             }
         }
     }
-    Ok(resolved(DEFAULT_BUDGET_MS, BudgetSource::Default, Vec::new()))
+    let default_ms = if crate::mutants::active(crate::mutants::Mutant::DefaultBudget20s) {
+        20_000
+    } else {
+        DEFAULT_BUDGET_MS
+    };
+    Ok(resolved(default_ms, BudgetSource::Default, Vec::new()))
 }
 
 #[cfg(test)]

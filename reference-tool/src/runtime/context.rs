@@ -39,8 +39,13 @@ pub struct JobContext<'a> {
 impl<'a> JobContext<'a> {
     /// A context for `job` (the caller owns it: `Created` / `Resumed`, or the worker).
     pub fn new(store: &JobStore, job: JobView, stop: StopControl<'a>) -> Self {
-        let progress =
-            ProgressReporter::new(Some(job.dir.clone())).with_floor(job.progress.clone());
+        let progress = ProgressReporter::new(Some(job.dir.clone())).with_floor(
+            if crate::mutants::active(crate::mutants::Mutant::ProgressRestartsOnResume) {
+                Progress::default()
+            } else {
+                job.progress.clone()
+            },
+        );
         JobContext {
             checkpoint_path: store.checkpoint_path(&job.record.instance, &job.record.identity),
             job,
@@ -89,13 +94,20 @@ impl<'a> JobContext<'a> {
         total: Option<u64>,
         unit: Option<&str>,
     ) -> Result<(), ProgressError> {
+        let done = if crate::mutants::active(crate::mutants::Mutant::ProgressRestartsOnResume) {
+            done.saturating_sub(self.job.progress.done)
+        } else {
+            done
+        };
         self.progress.report(done, total, unit)
     }
 
     /// Raises the progress floor to a restored checkpoint's `done` (a resumed run never
     /// reports below its checkpoint).
     pub fn resume_from(&mut self, done: u64) -> Result<(), ProgressError> {
-        if done > self.progress.latest().done {
+        if done > self.progress.latest().done
+            && !crate::mutants::active(crate::mutants::Mutant::ProgressRestartsOnResume)
+        {
             let (total, unit) = (self.progress.latest().total, self.progress.latest().unit.clone());
             self.progress.report(done, total, unit.as_deref())?;
         }

@@ -64,7 +64,13 @@ pub fn running(tool: &[OsString], job_id: &JobId, progress: Progress) -> Incompl
         state: IncompleteState::Running,
         job_id: job_id.to_string(),
         progress,
-        continue_command: quote_argv(with_tail(tool, &["job", "wait", job_id.as_str()])),
+        continue_command: if crate::mutants::active(
+            crate::mutants::Mutant::RunningContinueWithExtraFlag,
+        ) {
+            quote_argv(with_tail(tool, &["job", "wait", job_id.as_str(), "--output", "json"]))
+        } else {
+            quote_argv(with_tail(tool, &["job", "wait", job_id.as_str()]))
+        },
         cancel_command: quote_argv(with_tail(tool, &["job", "cancel", job_id.as_str()])),
     }
 }
@@ -80,7 +86,14 @@ pub fn paused(
     writer_key: Option<&str>,
 ) -> IncompleteData {
     let mut argv = original_argv.to_vec();
-    if let Some(key) = writer_key {
+    if writer_key.is_none()
+        && crate::mutants::active(crate::mutants::Mutant::PausedContinueAddsFlag)
+    {
+        argv.extend(["--output".into(), "json".into()]);
+    }
+    if let Some(key) = writer_key
+        .filter(|_| !crate::mutants::active(crate::mutants::Mutant::WriterContinueWithoutKey))
+    {
         if !has_idempotency_flag(original_argv.get(1..).unwrap_or_default()) {
             argv.push("--idempotency-key".into());
             argv.push(key.into());

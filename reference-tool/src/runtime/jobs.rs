@@ -643,7 +643,8 @@ impl JobStore {
             self.set_ended(tx, id, outcome)?;
             return Ok(view);
         }
-        let owner_alive = row.owner.is_some_and(|o| o.is_alive());
+        let owner_alive = row.owner.is_some_and(|o| o.is_alive())
+            || crate::mutants::active(crate::mutants::Mutant::DeadWorkerLooksAlive);
         let verdict = if row.status == JobStatus::Running && !owner_alive {
             Some(if row.cancel_requested {
                 JobOutcome::cancelled(id)
@@ -670,7 +671,11 @@ impl JobStore {
             Some(JobOutcome::failed(
                 JobStatus::Stalled,
                 EXIT_TIMEOUT,
-                STALLED,
+                if crate::mutants::active(crate::mutants::Mutant::StallReportedAsTimeout) {
+                    TIMEOUT
+                } else {
+                    STALLED
+                },
                 format!(
                     "job {id} reported no progress for {}ms; it was stopped",
                     view.record.idle_timeout_ms

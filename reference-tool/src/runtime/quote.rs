@@ -96,6 +96,11 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
 {
+    if crate::mutants::active(crate::mutants::Mutant::UnquotedCommands) {
+        let words: Vec<String> =
+            argv.into_iter().map(|a| a.as_ref().to_string_lossy().into_owned()).collect();
+        return words.join(" ");
+    }
     let mut out = String::new();
     for (i, arg) in argv.into_iter().enumerate() {
         if i > 0 {

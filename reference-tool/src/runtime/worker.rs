@@ -92,8 +92,16 @@ pub fn spawn_worker_command(
         .arg(job_dir)
         .current_dir(cwd)
         .stdin(stdin)
-        .stdout(Stdio::from(log))
-        .stderr(Stdio::from(log_err))
+        .stdout(if crate::mutants::active(crate::mutants::Mutant::WorkerHoldsCallerPipes) {
+            Stdio::inherit()
+        } else {
+            Stdio::from(log)
+        })
+        .stderr(if crate::mutants::active(crate::mutants::Mutant::WorkerHoldsCallerPipes) {
+            Stdio::inherit()
+        } else {
+            Stdio::from(log_err)
+        })
         .spawn()
 }
 
@@ -106,7 +114,9 @@ pub fn worker_job_dir(args: &[OsString]) -> Option<PathBuf> {
 /// Makes this process a session leader (a no-op when it already is one).
 pub fn become_session_leader() -> io::Result<()> {
     let me = nix::unistd::getpid();
-    if nix::unistd::getsid(None).map_err(io::Error::from)? != me {
+    if nix::unistd::getsid(None).map_err(io::Error::from)? != me
+        && !crate::mutants::active(crate::mutants::Mutant::WorkerInCallerGroup)
+    {
         nix::unistd::setsid().map_err(io::Error::from)?;
     }
     Ok(())

@@ -1,0 +1,352 @@
+//! Mutants: test-only faults, one rule of the contract broken per switch.
+//!
+//! A conformance suite must be able to fail (DESIGN.md, "Sensitivity"). Each [`Mutant`] turns
+//! reftool into a tool that breaks exactly one rule; the workspace test
+//! `tests/suite/mutants.rs` runs `conform` against every one of them and checks that the
+//! scenario meant to catch it fails, and that no unrelated scenario does.
+//!
+//! # Switching one on
+//!
+//! The switches exist only when the crate is built with the cargo feature `mutants`. Without
+//! it (every release build, `cargo build -p reftool`, `cargo install`) [`active`] is a
+//! constant `false` and the compiler removes every switch point. With it, `REFTOOL_MUTANT=<name>`
+//! ([`MUTANT_ENV`], read once per process and inherited by detached workers) activates one
+//! mutant by its [`Mutant::name`]; unset or unknown, none is active and reftool behaves as the
+//! reference.
+//!
+//! The workspace's root package dev-depends on reftool with `features = ["mutants"]`, so the
+//! binaries of a workspace test build (`cargo test --workspace`, `cargo nextest run
+//! --workspace`) carry the switches, inactive unless the variable is set, while `cargo build
+//! --release -p reftool` has none ([`COMPILED_IN`] says which build this is).
+//!
+//! ```sh
+//! cargo build -p reftool --features mutants
+//! REFTOOL_MUTANT=env-beats-flag target/debug/reftool analyze data.csv --budget 1s
+//! ```
+
+use std::ffi::OsString;
+
+use serde_json::{Value, json};
+
+/// The environment variable that names the active mutant.
+pub const MUTANT_ENV: &str = "REFTOOL_MUTANT";
+
+/// Whether this build carries the switches (the cargo feature `mutants`).
+pub const COMPILED_IN: bool = cfg!(feature = "mutants");
+
+macro_rules! mutants {
+    ($( $(#[$doc:meta])* $variant:ident = $name:literal, )*) => {
+        /// One fault; see each variant for the rule it breaks.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum Mutant {
+            $( $(#[$doc])* $variant, )*
+        }
+
+        impl Mutant {
+            /// Every mutant, in catalogue order.
+            pub const ALL: &'static [Mutant] = &[$( Mutant::$variant, )*];
+
+            /// The name `REFTOOL_MUTANT` takes.
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $( Mutant::$variant => $name, )*
+                }
+            }
+        }
+    };
+}
+
+mutants! {
+    /// An INCOMPLETE answer exits 0 while its envelope still says 14 (exit 14 where due).
+    ExitZeroOnIncomplete = "exit-zero-on-incomplete",
+    /// A valid `AGENT_CALL_BUDGET_MS` wins over `--budget` (the flag takes precedence).
+    EnvBeatsFlag = "env-beats-flag",
+    /// The default budget is 20000 ms (it is 30000).
+    DefaultBudget20s = "default-budget-20s",
+    /// `AGENT_CALL_BUDGET_MS` is never read (it bounds a call without `--budget`).
+    EnvBudgetIgnored = "env-budget-ignored",
+    /// `--budget 0` counts as no flag, so the variable applies (0 switches the budget off).
+    ZeroBudgetDefersToEnv = "zero-budget-defers-to-env",
+    /// On a terminal without `--budget` the variable still applies (no budget there).
+    BudgetOnTerminal = "budget-on-terminal",
+    /// On a terminal without `--budget`, `meta.budget_ms` says 0 (it must be absent).
+    BudgetMetaOnTerminal = "budget-meta-on-terminal",
+    /// Successful responses of interruptible commands lack `meta.budget_ms` (every response
+    /// carries it).
+    NoBudgetMetaOnSuccess = "no-budget-meta-on-success",
+    /// `migrate`, which declares no interruption, takes `--budget` (only interruptible
+    /// commands have one).
+    BudgetFlagOnPlainCommand = "budget-flag-on-plain-command",
+    /// Commands without interruption record `AGENT_CALL_BUDGET_MS` in `meta.budget_ms` (they
+    /// ignore it).
+    PlainCommandsReadBudgetEnv = "plain-commands-read-budget-env",
+    /// A paused writer's `continue_command` lacks the `--idempotency-key` it must carry.
+    WriterContinueWithoutKey = "writer-continue-without-key",
+    /// A writer's INCOMPLETE says `retryable: true` (its "14" entry says false).
+    WriterIncompleteRetryable = "writer-incomplete-retryable",
+    /// A resumed run counts `progress.done` from where it resumed, so it goes backwards.
+    ProgressRestartsOnResume = "progress-restarts-on-resume",
+    /// The import commits a chunk's rows, then records the checkpoint in a later transaction:
+    /// a kill in between makes the resume write those rows twice.
+    CheckpointAfterCommit = "checkpoint-after-commit",
+    /// The worker inherits the caller's stdout and stderr, so the caller's pipes stay open
+    /// after the hand-off.
+    WorkerHoldsCallerPipes = "worker-holds-caller-pipes",
+    /// The worker stays in the caller's session and process group, so killing the caller's
+    /// group kills the work.
+    WorkerInCallerGroup = "worker-in-caller-group",
+    /// A dead worker counts as alive: `job wait` waits out its budget instead of JOB_LOST.
+    DeadWorkerLooksAlive = "dead-worker-looks-alive",
+    /// A cancel of an ended job leaves a marker that cancels the next identical invocation.
+    StaleCancelMarker = "stale-cancel-marker",
+    /// `job cancel` finds a job in any instance (jobs are owned by their instance).
+    ForeignInstanceCancel = "foreign-instance-cancel",
+    /// Job ids count up with the clock (they must carry 64 random bits).
+    ClockJobIds = "clock-job-ids",
+    /// `continue_command` and `cancel_command` join the argv with spaces, unquoted.
+    UnquotedCommands = "unquoted-commands",
+    /// The manifest declares an interruption with `detach` and `resume` both false.
+    ManifestNeitherDetachNorResume = "manifest-neither-detach-nor-resume",
+    /// The manifest drops the "14" entry of an interruptible command.
+    ManifestNoIncompleteEntry = "manifest-no-incomplete-entry",
+    /// The manifest declares an interruptible command `async: true` too.
+    ManifestInterruptionWithAsync = "manifest-interruption-with-async",
+    /// The manifest's resumable writer has no `idempotency-key` flag.
+    ManifestWriterWithoutKey = "manifest-writer-without-key",
+    /// The writer's "14" entry is `retryable: true, side_effects: "none"` (read-only shape).
+    ManifestWriterEntryRetryable = "manifest-writer-entry-retryable",
+    /// The manifest lacks `schema_version`, so it does not validate.
+    ManifestWithoutSchemaVersion = "manifest-without-schema-version",
+    /// A repeat with the same idempotency key does the work again (it must be a no-op).
+    IdempotencyKeyIgnored = "idempotency-key-ignored",
+    /// An async command's job descriptor lacks `terminal`.
+    AsyncDescriptorWithoutTerminal = "async-descriptor-without-terminal",
+    /// `job status` of a running async job exits 3 (it exits 14).
+    AsyncStatusExits3 = "async-status-exits-3",
+    /// `job cancel` answers 0 but leaves the job running.
+    CancelIgnored = "cancel-ignored",
+    /// Every invocation starts its own job (the identical invocation attaches).
+    NoAttach = "no-attach",
+    /// `job status` waits like `job wait` (it never waits).
+    JobStatusWaits = "job-status-waits",
+    /// No SIGTERM handler: the signal kills the front process instead of a hand-off.
+    SigtermKillsTheCall = "sigterm-kills-the-call",
+    /// A stalled job ends with `error.code` TIMEOUT (it is STALLED).
+    StallReportedAsTimeout = "stall-reported-as-timeout",
+    /// A `running` hand-off's `continue_command` is `job wait <id> --output json` (it is
+    /// exactly `<tool> job wait <id>`).
+    RunningContinueWithExtraFlag = "running-continue-with-extra-flag",
+    /// A paused reader's `continue_command` adds `--output json` (it is the invocation
+    /// verbatim).
+    PausedContinueAddsFlag = "paused-continue-adds-flag",
+    /// `job wait` relays a finished job's response with `data` null (it is the job's response).
+    RelayedResultLosesData = "relayed-result-loses-data",
+    /// A command without interruption at its `--timeout` exits 1 GENERAL_ERROR (TIMEOUT 10).
+    PlainTimeoutIsGeneralError = "plain-timeout-is-general-error",
+    /// An unknown flag or command exits 1 (ARG_ERROR 2).
+    UnknownFlagExits1 = "unknown-flag-exits-1",
+    /// `version` ends stdout with an ANSI reset though stdout is no terminal.
+    AnsiOnStdout = "ansi-on-stdout",
+    /// Every command colours stderr, NO_COLOR or not.
+    NoColorIgnored = "no-color-ignored",
+    /// `version` and `manifest` read stdin to its end when it is not a terminal, so an open
+    /// silent pipe hangs them.
+    ReadProbesWaitForStdin = "read-probes-wait-for-stdin",
+    /// `version` and `manifest` fail when stdin is empty (nothing may wait for input).
+    ReadProbesNeedInput = "read-probes-need-input",
+}
+
+impl Mutant {
+    /// The mutant with this name.
+    pub fn from_name(name: &str) -> Option<Mutant> {
+        Mutant::ALL.iter().copied().find(|m| m.name() == name)
+    }
+}
+
+/// The mutant this process runs as (read once).
+#[cfg(feature = "mutants")]
+fn current() -> Option<Mutant> {
+    static CURRENT: std::sync::OnceLock<Option<Mutant>> = std::sync::OnceLock::new();
+    *CURRENT.get_or_init(|| {
+        std::env::var(MUTANT_ENV).ok().and_then(|name| Mutant::from_name(name.trim()))
+    })
+}
+
+/// Whether `mutant` is the active one (always false without the feature).
+#[cfg(feature = "mutants")]
+pub fn active(mutant: Mutant) -> bool {
+    current() == Some(mutant)
+}
+
+/// Whether `mutant` is the active one (always false without the feature).
+#[cfg(not(feature = "mutants"))]
+#[inline(always)]
+pub const fn active(_mutant: Mutant) -> bool {
+    false
+}
+
+/// Applies the active manifest mutant to the manifest `data`.
+pub fn mutate_manifest(manifest: &mut Value) {
+    fn command<'a>(manifest: &'a mut Value, path: &str) -> Option<&'a mut Value> {
+        manifest.get_mut("commands")?.get_mut(path)
+    }
+    if active(Mutant::ManifestNeitherDetachNorResume)
+        && let Some(interruption) =
+            command(manifest, "analyze").and_then(|c| c.get_mut("interruption"))
+    {
+        interruption["detach"] = json!(false);
+        interruption["resume"] = json!(false);
+    }
+    if active(Mutant::ManifestNoIncompleteEntry)
+        && let Some(Value::Object(codes)) =
+            command(manifest, "analyze").and_then(|c| c.get_mut("exit_codes"))
+    {
+        codes.remove("14");
+    }
+    if active(Mutant::ManifestInterruptionWithAsync)
+        && let Some(Value::Object(entry)) = command(manifest, "digest")
+    {
+        entry.insert("async".into(), json!(true));
+    }
+    if active(Mutant::ManifestWriterWithoutKey)
+        && let Some(Value::Object(flags)) =
+            command(manifest, "import").and_then(|c| c.get_mut("flags"))
+    {
+        flags.remove("idempotency-key");
+    }
+    if active(Mutant::ManifestWriterEntryRetryable)
+        && let Some(entry) = command(manifest, "import")
+            .and_then(|c| c.get_mut("exit_codes"))
+            .and_then(|codes| codes.get_mut("14"))
+    {
+        entry["retryable"] = json!(true);
+        entry["side_effects"] = json!("none");
+    }
+    if active(Mutant::ManifestWithoutSchemaVersion)
+        && let Value::Object(top) = manifest
+    {
+        top.remove("schema_version");
+    }
+}
+
+/// Whether this invocation is one of the kit's read probes (`version`, `manifest`).
+fn is_read_probe(argv: &[OsString]) -> bool {
+    argv.get(1).is_some_and(|a| a == "version" || a == "manifest")
+}
+
+/// Faults before anything runs: the read probes' stdin mutants. `Some(exit)` ends the
+/// process at once with that status.
+pub fn before_run(argv: &[OsString]) -> Option<u8> {
+    use std::io::{IsTerminal, Read};
+    let reads_stdin = active(Mutant::ReadProbesWaitForStdin) || active(Mutant::ReadProbesNeedInput);
+    if !reads_stdin || !is_read_probe(argv) || std::io::stdin().is_terminal() {
+        return None;
+    }
+    let mut input = Vec::new();
+    let _ = std::io::stdin().lock().read_to_end(&mut input);
+    (active(Mutant::ReadProbesNeedInput) && input.is_empty()).then_some(1)
+}
+
+/// Faults in what is written: the exit status and stray escape sequences.
+pub fn tamper_output(argv: &[OsString], stdout: &mut Vec<u8>, stderr: &mut String, exit: &mut u8) {
+    const INCOMPLETE: u8 = 14;
+    if active(Mutant::ExitZeroOnIncomplete) && *exit == INCOMPLETE {
+        *exit = 0;
+    }
+    if active(Mutant::AnsiOnStdout) && argv.get(1).is_some_and(|a| a == "version") {
+        stdout.extend_from_slice(b"\x1b[0m");
+    }
+    if active(Mutant::NoColorIgnored) {
+        stderr.push_str("\x1b[2mreftool\x1b[0m\n");
+    }
+}
+
+/// For [`Mutant::ForeignInstanceCancel`]: the instance that owns job `job_id`, whichever it
+/// is; `None` when the mutant is off or the job is unknown.
+pub fn foreign_instance(conn: &rusqlite::Connection, job_id: &str) -> Option<String> {
+    if !active(Mutant::ForeignInstanceCancel) {
+        return None;
+    }
+    conn.query_row("SELECT instance FROM reftool_jobs WHERE job_id = ?1", [job_id], |r| r.get(0))
+        .ok()
+}
+
+/// For [`Mutant::StaleCancelMarker`]: the marker file of an invocation identity.
+fn stale_marker(state_dir: &std::path::Path, identity: &str) -> std::path::PathBuf {
+    let name: String =
+        identity.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
+    state_dir.join(format!("mutant-stale-cancel-{name}"))
+}
+
+/// For [`Mutant::StaleCancelMarker`]: a cancel of an ended job leaves a marker.
+pub fn leave_stale_cancel(state_dir: &std::path::Path, identity: &str) {
+    if active(Mutant::StaleCancelMarker) {
+        let _ = std::fs::write(stale_marker(state_dir, identity), b"cancel");
+    }
+}
+
+/// For [`Mutant::StaleCancelMarker`]: whether a new job of this identity finds (and takes) a
+/// marker, which then cancels it.
+pub fn take_stale_cancel(state_dir: &std::path::Path, identity: &str) -> bool {
+    active(Mutant::StaleCancelMarker)
+        && std::fs::remove_file(stale_marker(state_dir, identity)).is_ok()
+}
+
+/// For [`Mutant::ClockJobIds`]: an id in the job-id format that counts up with the clock.
+pub fn clock_job_id(prefix: &str, hex_len: usize) -> Option<String> {
+    if !active(Mutant::ClockJobIds) {
+        return None;
+    }
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    Some(format!("{prefix}{nanos:0hex_len$x}"))
+}
+
+/// For [`Mutant::PlainCommandsReadBudgetEnv`]: the `meta.budget_ms` a command without
+/// interruption wrongly records from `AGENT_CALL_BUDGET_MS`.
+pub fn plain_budget_meta() -> Option<u64> {
+    if !active(Mutant::PlainCommandsReadBudgetEnv) {
+        return None;
+    }
+    let raw = std::env::var(crate::runtime::budget::BUDGET_ENV).ok()?;
+    let d = crate::duration::parse_duration(&raw).ok()?;
+    u64::try_from(d.as_millis()).ok()
+}
+
+/// For [`Mutant::NoAttach`]: the tool version that joins a job's identity, made unique per
+/// process so that no two invocations are ever identical.
+pub fn identity_version(version: &str) -> String {
+    if !active(Mutant::NoAttach) {
+        return version.to_owned();
+    }
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("{version}+{}.{nanos}", std::process::id())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_round_trip() {
+        let mut names: Vec<&str> = Mutant::ALL.iter().map(|m| m.name()).collect();
+        for m in Mutant::ALL {
+            assert_eq!(Mutant::from_name(m.name()), Some(*m));
+        }
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), Mutant::ALL.len());
+        assert_eq!(Mutant::from_name("no-such-mutant"), None);
+    }
+
+    #[test]
+    fn without_the_variable_nothing_is_active() {
+        // The test process never sets REFTOOL_MUTANT.
+        if std::env::var_os(MUTANT_ENV).is_none() {
+            assert!(Mutant::ALL.iter().all(|m| !active(*m)));
+        }
+    }
+}
