@@ -419,6 +419,52 @@ fn pointer_check(
             );
         }
     }
+    if let Some(unwanted) = &check.not_equals {
+        let unwanted = match unwanted {
+            Value::String(s) => match resolve.text(s) {
+                Ok(t) => Value::String(t),
+                Err(e) => {
+                    findings.push(Finding::new("json-pointer", e));
+                    return;
+                }
+            },
+            other => other.clone(),
+        };
+        let same_number = matches!((value, &unwanted), (Some(Value::Number(n)), Value::String(t)) if n.to_string() == *t);
+        if value == Some(&unwanted) || same_number {
+            findings.push(
+                Finding::new("json-pointer", format!("`{p}` has the value it must not have"))
+                    .expected(format!("anything but {}", compact(&unwanted)))
+                    .actual(compact(&unwanted)),
+            );
+        }
+    }
+    for (key, bound, holds) in check.comparisons() {
+        let bound = match bound {
+            Value::String(t) => resolve.text(t).and_then(|t| {
+                t.trim()
+                    .parse::<f64>()
+                    .map_err(|_| format!("`{key}` of `{p}` is not a number: {t:?}"))
+            }),
+            other => other.as_f64().ok_or_else(|| format!("`{key}` of `{p}` is not a number")),
+        };
+        let bound = match bound {
+            Ok(b) => b,
+            Err(e) => {
+                findings.push(Finding::new("json-pointer", e));
+                continue;
+            }
+        };
+        let relation = key.replace('_', " ");
+        match value.and_then(Value::as_f64) {
+            Some(n) if n.partial_cmp(&bound).is_some_and(holds) => {}
+            _ => findings.push(
+                Finding::new("json-pointer", format!("`{p}` is not {relation} {bound}"))
+                    .expected(format!("a number {relation} {bound}"))
+                    .actual(value.map_or_else(|| "absent".to_owned(), compact)),
+            ),
+        }
+    }
     if let Some(pattern) = &check.matches {
         let regex =
             resolve.text(pattern).and_then(|p| regex::Regex::new(&p).map_err(|e| e.to_string()));
@@ -485,6 +531,29 @@ fn strip_key(words: &[String]) -> Vec<String> {
 /// Judges the checks that look at all observations of one step together (`same`).
 pub fn check_all(expect: &Expect, step: &str, observations: &[&Observation]) -> Vec<Finding> {
     let mut findings = Vec::new();
+    for code in &expect.warnings {
+        let seen = observations.iter().filter_map(|o| o.response()).any(|r| {
+            r.get("warnings").and_then(Value::as_array).is_some_and(|list| {
+                list.iter().any(|w| w.get("code").and_then(Value::as_str) == Some(code.as_str()))
+            })
+        });
+        if !seen {
+            let actual: Vec<String> = observations
+                .iter()
+                .map(|o| {
+                    o.response()
+                        .and_then(|r| r.get("warnings"))
+                        .map_or_else(|| "no warnings".to_owned(), compact)
+                })
+                .collect();
+            findings.push(
+                Finding::new("warning", format!("no response of the step warns `{code}`"))
+                    .expected(format!("a warnings entry with code {code}"))
+                    .actual(actual.join("\n"))
+                    .at_step(step),
+            );
+        }
+    }
     for pointer in &expect.same {
         let values: Vec<Option<&Value>> =
             observations.iter().map(|o| o.response().and_then(|r| r.pointer(pointer))).collect();

@@ -138,6 +138,7 @@
 //! | `cancel`      | runs `data.cancel_command` of step `from`'s last response with `sh -c`  |
 //! | `kill-worker` | signals (`signal`, default `KILL`) every process carrying the sandbox marker: no step runs then, so each is a detached worker; finding none is a finding |
 //! | `sleep`       | waits `duration`                                                        |
+//! | `shell`       | runs `command` (a template) with `sh -c` in the sandbox's working directory, e.g. to change the input between two calls; a non-zero exit is a `shell` finding |
 //!
 //! Fields of `run`: `role` (listed in `roles`), `args`, `budget` and `timeout` (duration
 //! expressions, rendered `0` or `<n>ms`), `env`, `env_remove`, `stdin` (`closed` | `open` |
@@ -154,9 +155,12 @@
 //!
 //! ### Templates and durations
 //!
-//! Strings in `args`, `env` values, `stdin_text`, `json` `equals` / `matches` are templates:
+//! Strings in `args`, `env` values, `stdin_text`, `command`, `json` `equals` / `not_equals` /
+//! `matches` and the comparisons are templates:
 //! `{budget}` and the other calibration variables (as milliseconds), `{tool}`, `{sandbox}`,
-//! `{work}`, and `{@step/json/pointer}`, a value of an earlier step's last response (e.g.
+//! `{work}`, `{input}` (the primary role's input file: the first word of its argv that names a
+//! regular file in the working directory; a scenario using it is skipped when there is none),
+//! and `{@step/json/pointer}`, a value of an earlier step's last response (e.g.
 //! `{@start/data/job_id}`); `{{` / `}}` are literal braces. Duration fields take expressions:
 //! terms joined by `+`, each a literal (`2s`, `1500ms`, `1m`, bare milliseconds) or a
 //! variable, optionally `N *` before it. Variables ([`calibrate`]): `{calibrated}` = D,
@@ -173,7 +177,7 @@
 //! | `exit`               | the exit code is this one (or one of a list)                 | `exit-code` |
 //! | `exit_not`           | the process exited by itself with none of these codes        | `exit-code` |
 //! | `schema`             | stdout is one JSON document valid against `envelope`, `incomplete`, `manifest` (bare or as `data`), `job-descriptor` (its `data`), or all listed | `schema`, `stdout-not-json`, `stdout-not-utf8` |
-//! | `json`               | `[{ pointer, equals \| matches \| present }]` on the response | `json-pointer` |
+//! | `json`               | `[{ pointer, equals \| not_equals \| matches \| present \| less_than \| at_least \| greater_than }]` on the response; the comparisons take a number or a template giving one (`"{@call/data/progress/done}"`) | `json-pointer` |
 //! | `elapsed_max` / `elapsed_min` | the step's duration is within the bound            | `elapsed` |
 //! | `pipes_released`     | stdout and stderr hit end-of-file within 1 s of the exit     | `pipes-released` |
 //! | `progress_monotonic` | `data.progress.done` never decreases across the scenario's responses, per `data.job_id` | `progress-monotonic` |
@@ -183,10 +187,11 @@
 //! | `same`               | these pointers have one value across all responses of the step (copies, hops) | `same-value` |
 //! | `differs_from`       | `[{ step, pointer }]`: the string differs from that step's in ≥ 8 positions (random ids, not counters) | `unlike` |
 //! | `no_ansi`            | these streams (`stdout`, `stderr`) hold no ANSI escape       | `ansi` |
+//! | `warnings`           | each code is the `code` of a `warnings` entry in at least one response of the step | `warning` |
 //! | `manifest_rules`     | the manifest keeps these registration rules: `detach-or-resume`, `incomplete-entry`, `incomplete-entry-shape`, `not-async-or-streaming`, `resumable-writer-has-key`, `budget-flag-only-when-interruptible` | `manifest-rule` |
 //!
 //! Beside them the runner reports `timeout` (a step outlived its limit and was killed),
-//! `continue-loop` (the hop limit was reached),
+//! `continue-loop` (the hop limit was reached), `shell` (a `shell` step failed),
 //! `missing-command` (no `continue_command` / `cancel_command` to run), `kill-worker` (no
 //! worker found) and `leaked-process` (a marked process outlived the scenario and its cancels).
 //!

@@ -31,8 +31,8 @@ use crate::plan::Planned;
 use crate::profile::{Profile, Role};
 use crate::sandbox::{self, Sandbox};
 use crate::scenario::{
-    CONSTANT_SLACK, Expect, ProbeKind, RunStep, Scenario, ShellStep, StdinKind, Step, Var,
-    eval_duration, signal_by_name, walk_template,
+    CONSTANT_SLACK, Expect, ProbeKind, RunStep, Scenario, ShellCommandStep, ShellStep, StdinKind,
+    Step, Var, eval_duration, signal_by_name, walk_template,
 };
 
 /// How long workers get to stop after their jobs were cancelled, before the sweep.
@@ -219,6 +219,13 @@ impl Engine {
         })
     }
 
+    /// The input file of a role (`{input}`): the first word of its argv that names a regular
+    /// file in the sandbox's working directory once fixtures and setup are in place.
+    fn input_of(&self, role: &str, work: &Path) -> Option<String> {
+        let role = self.profile.role(role)?;
+        role.argv.iter().find(|word| !word.starts_with('-') && work.join(word).is_file()).cloned()
+    }
+
     /// Runs the plan with `jobs` worker threads, sending events; returns the results in plan
     /// order.
     /// `finish` sees each result before it is reported (baseline marks, snapshot comparison),
@@ -314,8 +321,25 @@ impl Engine {
                 return (result, None);
             }
         };
+        let input = match scenario.primary_role().filter(|_| scenario.uses_input()) {
+            Some(role) => match self.input_of(role, &sandbox.work()) {
+                Some(path) => Some(path),
+                None => {
+                    result.status = Status::Skip {
+                        reason: format!(
+                            "no word of role `{role}`'s argv names a file in the sandbox, so the scenario cannot change its input"
+                        ),
+                    };
+                    result.notes = notes;
+                    result.duration_ms = millis(started.elapsed());
+                    return (result, None);
+                }
+            },
+            None => None,
+        };
         let mut state = ScenarioState {
             engine: self,
+            input,
             scenario,
             sandbox_root: sandbox.root().to_path_buf(),
             work: sandbox.work(),
@@ -433,6 +457,8 @@ fn duration_arg(d: Duration) -> String {
 
 struct ScenarioState<'e> {
     engine: &'e Engine,
+    /// `{input}`: the primary role's input file, when the scenario uses it.
+    input: Option<String>,
     scenario: &'e Scenario,
     sandbox_root: PathBuf,
     work: PathBuf,
@@ -517,6 +543,7 @@ impl ScenarioState<'_> {
                 "sandbox" => self.sandbox_root.display().to_string(),
                 "work" => self.work.display().to_string(),
                 "tool" => self.engine.tool.display().to_string(),
+                "input" => self.input.clone()?,
                 _ => return None,
             }),
             Var::StepValue { step, pointer } => {
@@ -591,7 +618,32 @@ impl ScenarioState<'_> {
                 std::thread::sleep(self.duration(&s.duration)?);
                 Ok(Vec::new())
             }
+            Step::Shell(s) => self.run_shell(s),
         }
+    }
+
+    /// `action = "shell"`: the command line with `sh -c` in the working directory, with the
+    /// sandbox's environment; it must exit 0.
+    fn run_shell(&mut self, s: &ShellCommandStep) -> Result<Vec<Finding>, String> {
+        let line = self.text(&s.command)?;
+        let mut inv =
+            Invocation::new(Program::Shell(line.clone()), self.base_env.clone(), self.work.clone());
+        inv.timeout = SETUP_LIMIT;
+        crate::interrupt::gate()?;
+        let outcome = exec::run(&inv).map_err(|e| e.to_string())?;
+        if outcome.termination == Termination::Exited(0) {
+            return Ok(Vec::new());
+        }
+        Ok(vec![
+            Finding::new("shell", format!("the command line `{line}` failed"))
+                .expected("exit 0")
+                .actual(format!(
+                    "{:?}: {}",
+                    outcome.termination,
+                    String::from_utf8_lossy(&outcome.stderr.bytes).trim()
+                ))
+                .at_step(s.name.clone()),
+        ])
     }
 
     fn run_tool(&mut self, r: &RunStep) -> Result<Vec<Finding>, String> {

@@ -62,6 +62,9 @@ pub enum Step {
     KillWorker(KillWorkerStep),
     /// Wait.
     Sleep(SleepStep),
+    /// Run a command line with `sh -c` in the sandbox's working directory (e.g. to change the
+    /// input between two calls); a non-zero exit is a `shell` finding.
+    Shell(ShellCommandStep),
 }
 
 /// `action = "run"`: one invocation of the tool.
@@ -192,6 +195,16 @@ pub struct SleepStep {
     pub name: String,
     /// How long (duration expression).
     pub duration: String,
+}
+
+/// `action = "shell"`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShellCommandStep {
+    /// Name, unique in the scenario.
+    pub name: String,
+    /// The command line (a template: `{input}` is the primary role's input file).
+    pub command: String,
 }
 
 /// How a step's standard input is wired.
@@ -355,6 +368,49 @@ pub struct PointerCheck {
     /// `true`: the value must be there; `false`: it must be absent.
     #[serde(default)]
     pub present: Option<bool>,
+    /// The value must differ from this (strings are interpolated first).
+    #[serde(default)]
+    pub not_equals: Option<serde_json::Value>,
+    /// The value must be a number below this one (a number, or a template giving one).
+    #[serde(default)]
+    pub less_than: Option<serde_json::Value>,
+    /// The value must be a number at least this one (a number, or a template giving one).
+    #[serde(default)]
+    pub at_least: Option<serde_json::Value>,
+    /// The value must be a number above this one (a number, or a template giving one).
+    #[serde(default)]
+    pub greater_than: Option<serde_json::Value>,
+}
+
+/// One numeric comparison of a [`PointerCheck`]: its key, its bound, and whether the ordering
+/// of a value against the bound passes.
+pub type Comparison<'a> = (&'static str, &'a serde_json::Value, fn(std::cmp::Ordering) -> bool);
+
+impl PointerCheck {
+    /// The numeric comparisons of the check, each with its key, its bound, and whether the
+    /// ordering of a value against the bound passes.
+    pub fn comparisons(&self) -> Vec<Comparison<'_>> {
+        let holds: [fn(std::cmp::Ordering) -> bool; 3] =
+            [std::cmp::Ordering::is_lt, std::cmp::Ordering::is_ge, std::cmp::Ordering::is_gt];
+        let all = [
+            ("less_than", &self.less_than),
+            ("at_least", &self.at_least),
+            ("greater_than", &self.greater_than),
+        ];
+        all.into_iter()
+            .zip(holds)
+            .filter_map(|((key, bound), holds)| bound.as_ref().map(|b| (key, b, holds)))
+            .collect()
+    }
+
+    /// Whether the check checks anything.
+    fn is_empty(&self) -> bool {
+        self.equals.is_none()
+            && self.matches.is_none()
+            && self.present.is_none()
+            && self.not_equals.is_none()
+            && self.comparisons().is_empty()
+    }
 }
 
 /// What must hold after a step. Every field is one independent check; absent fields check
@@ -411,6 +467,10 @@ pub struct Expect {
     /// These streams (`stdout`, `stderr`) hold no ANSI escape sequence.
     #[serde(default)]
     pub no_ansi: Vec<Stream>,
+    /// Each of these warning codes is the `code` of an entry of `warnings` in at least one
+    /// response of the step (a copy, a hop).
+    #[serde(default)]
+    pub warnings: Vec<String>,
 }
 
 impl Step {
@@ -421,6 +481,7 @@ impl Step {
             Self::Continue(s) | Self::Cancel(s) => &s.name,
             Self::KillWorker(s) => &s.name,
             Self::Sleep(s) => &s.name,
+            Self::Shell(s) => &s.name,
         }
     }
 
@@ -432,6 +493,7 @@ impl Step {
             Self::Cancel(_) => "cancel",
             Self::KillWorker(_) => "kill-worker",
             Self::Sleep(_) => "sleep",
+            Self::Shell(_) => "shell",
         }
     }
 
@@ -440,7 +502,7 @@ impl Step {
         match self {
             Self::Run(s) => Some(&s.expect),
             Self::Continue(s) | Self::Cancel(s) => Some(&s.expect),
-            Self::KillWorker(_) | Self::Sleep(_) => None,
+            Self::KillWorker(_) | Self::Sleep(_) | Self::Shell(_) => None,
         }
     }
 
@@ -467,6 +529,7 @@ impl Step {
             }
             Self::KillWorker(_) => {}
             Self::Sleep(s) => out.push(&s.duration),
+            Self::Shell(s) => out.push(&s.command),
         }
         out
     }
@@ -490,7 +553,7 @@ impl Step {
                 out.extend(s.expect.elapsed_max.as_deref());
                 out.extend(s.expect.elapsed_min.as_deref());
             }
-            Self::KillWorker(_) => {}
+            Self::KillWorker(_) | Self::Shell(_) => {}
             Self::Sleep(s) => out.push(&s.duration),
         }
         out
@@ -502,8 +565,11 @@ fn expect_templates<'a>(e: &'a Expect, out: &mut Vec<&'a str>) {
     out.extend(e.elapsed_min.as_deref());
     for p in &e.json {
         out.extend(p.matches.as_deref());
-        if let Some(serde_json::Value::String(s)) = &p.equals {
-            out.push(s);
+        let values = [&p.equals, &p.not_equals, &p.less_than, &p.at_least, &p.greater_than];
+        for value in values.into_iter().flatten() {
+            if let serde_json::Value::String(s) = value {
+                out.push(s);
+            }
         }
     }
 }
@@ -537,6 +603,15 @@ impl Scenario {
                     .iter()
                     .any(|v| matches!(v, Var::Calibration(name) if name != CONSTANT_SLACK))
             }) || s.expect().is_some_and(|e| e.matches_calibrated == Some(true))
+        })
+    }
+
+    /// Whether a template of the scenario uses `{input}` (the primary role's input file).
+    pub fn uses_input(&self) -> bool {
+        self.steps.iter().any(|s| {
+            s.templates().iter().any(|t| {
+                template_vars(t).iter().any(|v| matches!(v, Var::Builtin(n) if n == "input"))
+            })
         })
     }
 
@@ -579,8 +654,10 @@ pub enum Var {
     Builtin(String),
 }
 
-/// Builtin template variables.
-pub const BUILTIN_VARS: [&str; 3] = ["sandbox", "work", "tool"];
+/// Builtin template variables. `{input}` is the primary role's input file: the first word of
+/// its argv that names a regular file in the sandbox's working directory (a scenario using it
+/// is skipped when there is none).
+pub const BUILTIN_VARS: [&str; 4] = ["sandbox", "work", "tool", "input"];
 
 /// Every `{...}` reference of a template. `{{` and `}}` stand for literal braces.
 pub fn template_vars(template: &str) -> Vec<Var> {
@@ -869,7 +946,7 @@ fn validate(s: &Scenario) -> Result<(), String> {
                 signal_by_name(k.signal.as_deref().unwrap_or("KILL"))
                     .map_err(|e| format!("step `{name}`: {e}"))?;
             }
-            Step::Sleep(_) => {}
+            Step::Sleep(_) | Step::Shell(_) => {}
         }
         if let Some(e) = step.expect() {
             if let Some(other) = &e.same_response_as {
@@ -887,11 +964,26 @@ fn validate(s: &Scenario) -> Result<(), String> {
                 }
             }
             for p in &e.json {
-                if p.equals.is_none() && p.matches.is_none() && p.present.is_none() {
+                if p.is_empty() {
                     return Err(format!(
-                        "step `{name}`: the check of `{}` says neither equals, matches nor present",
+                        "step `{name}`: the check of `{}` says neither equals, not_equals, matches, present, less_than, at_least nor greater_than",
                         p.pointer
                     ));
+                }
+                for (key, bound, _) in p.comparisons() {
+                    let ok = match bound {
+                        serde_json::Value::Number(_) => true,
+                        serde_json::Value::String(t) => {
+                            !template_vars(t).is_empty() || t.trim().parse::<f64>().is_ok()
+                        }
+                        _ => false,
+                    };
+                    if !ok {
+                        return Err(format!(
+                            "step `{name}`: `{key}` of `{}` must be a number or a template giving one",
+                            p.pointer
+                        ));
+                    }
                 }
                 if let Some(m) = &p.matches
                     && template_vars(m).is_empty()
@@ -906,6 +998,9 @@ fn validate(s: &Scenario) -> Result<(), String> {
         if seen.insert(name, step).is_some() {
             return Err(format!("two steps are named `{name}`"));
         }
+    }
+    if s.uses_input() && s.primary_role().is_none() {
+        return Err("the scenario uses `{input}` but names no role".into());
     }
     if s.needs_calibration() && s.primary_role().is_none() {
         return Err("the scenario uses calibration variables but names no role".into());

@@ -114,6 +114,8 @@ fn the_catalogue_uses_every_step_and_check_kind() {
         "continue",
         "cancel",
         "kill-worker",
+        "sleep",
+        "shell",
         "run.count",
         "run.kill_group",
         "run.probe",
@@ -133,6 +135,7 @@ fn the_catalogue_uses_every_step_and_check_kind() {
         "pipes_released",
         "progress_monotonic",
         "matches_calibrated",
+        "warnings",
         "same_response_as",
         "same",
         "manifest_rules",
@@ -185,6 +188,16 @@ fn a_good_scenario_passes_model_and_schema() {
 #[case::bad_pointer("exit = 14", "exit = 14, same = [\"data\"]", true)]
 #[case::bad_regex("exit = 14", "exit = 14, json = [{ pointer = \"/a\", matches = \"(\" }]", false)]
 #[case::empty_pointer_check("exit = 14", "exit = 14, json = [{ pointer = \"/a\" }]", true)]
+#[case::comparison_not_a_number(
+    "exit = 14",
+    "exit = 14, json = [{ pointer = \"/a\", less_than = true }]",
+    true
+)]
+#[case::comparison_not_numeric_text(
+    "exit = 14",
+    "exit = 14, json = [{ pointer = \"/a\", at_least = \"lots\" }]",
+    false
+)]
 fn a_broken_scenario_is_refused(#[case] from: &str, #[case] to: &str, #[case] schema_too: bool) {
     assert!(GOOD.contains(from));
     let text = GOOD.replacen(from, to, 1);
