@@ -7,6 +7,7 @@
 //! | `digest FILE` | safe, `{resume}` | SHA-256 of a file, chunked |
 //! | `import FILE --db DB` | mutating, `{resume}` | CSV rows into SQLite, chunk + checkpoint per transaction |
 //! | `deploy SRC --to DEST` | mutating, `{detach}` | an archive of a directory, renamed into place |
+//! | `drop-table --db DB --table T` | destructive, no interruption | drops a table after confirmation; `--dry-run` previews |
 //! | `build` | safe, `async` | an index of a source tree, as a background job |
 //! | `job wait/status/cancel ID` | built-ins | the generic job runtime |
 //!
@@ -16,6 +17,7 @@ pub mod analyze;
 pub mod build;
 pub mod deploy;
 pub mod digest;
+pub mod drop_table;
 pub mod import;
 pub mod job;
 pub mod manifest;
@@ -49,6 +51,7 @@ pub fn app() -> Result<App, RegistrationError> {
     )?;
     app.add_state_migrations(&runtime_migrations());
     app.register(migrate::spec())?;
+    app.register(drop_table::spec())?;
     for spec in [analyze::spec(), digest::spec(), import::spec(), deploy::spec()] {
         app.register(with_idle_knob(spec))?;
     }

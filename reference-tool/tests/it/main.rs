@@ -9,6 +9,7 @@ mod support;
 
 mod args;
 mod budget;
+mod drop_table;
 mod envelopes;
 mod hostile;
 mod hostile_input;
