@@ -424,7 +424,7 @@ fn front(app: &App, spec: &CommandSpec, call: Call<'_>) -> Result<Response, Fail
         command_path: spec.path.clone(),
         args: normalize_args(invocation.argv.get(1..).unwrap_or_default()),
         cwd,
-        tool_version: crate::mutants::identity_version(app.version()),
+        tool_version: crate::mutants::identity_version(app.version(), interruption.detach),
         stdin_digest: spool.as_ref().map(|s| s.digest.clone()),
         idempotency_key: invocation.idempotency_key.clone(),
         instance: instance.clone(),

@@ -643,8 +643,8 @@ impl JobStore {
             self.set_ended(tx, id, outcome)?;
             return Ok(view);
         }
-        let owner_alive = row.owner.is_some_and(|o| o.is_alive())
-            || crate::mutants::active(crate::mutants::Mutant::DeadWorkerLooksAlive);
+        let owner_alive =
+            row.owner.is_some_and(|o| o.is_alive()) || crate::mutants::dead_worker_looks_alive();
         let verdict = if row.status == JobStatus::Running && !owner_alive {
             Some(if row.cancel_requested {
                 JobOutcome::cancelled(id)
