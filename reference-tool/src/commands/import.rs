@@ -222,9 +222,9 @@ fn work(ctx: &mut Ctx, job: &mut JobContext<'_>) -> Result<Value, Failure> {
         let recorded = if crate::mutants::active(crate::mutants::Mutant::CheckpointLagsItsRows) {
             &lagging
         } else {
-            tx
+            &state
         };
-        let flow = job.commit_with(&checkpoints, tx, &state, state.rows);
+        let flow = job.commit_with(&checkpoints, tx, recorded, state.rows);
         safe_point(flow).map_err(|f| discard_on_cancel(f, &checkpoints, &db))?;
     }
 }
