@@ -13,3 +13,4 @@ mod support;
 mod baseline;
 mod snapshot;
 mod discover;
+mod kit_fixtures;
