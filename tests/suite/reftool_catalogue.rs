@@ -1,0 +1,213 @@
+//! The whole catalogue against reftool, one test case per scenario: each runs
+//! `conform run <reftool> --profile reference-tool/conform.toml --only <id> --format json` and
+//! asserts that the scenario passed, or, where reftool's profile lacks a probe, that it was
+//! skipped for that reason (or, for a known defect of reftool listed in `KNOWN_FAILURES`, that
+//! it still fails with the finding that names the defect). A failure shows conform's findings and the evidence of each step.
+//!
+//! The list below must equal `conform list`: a scenario added to `scenarios/` without a case
+//! here fails [`the_list_is_the_catalogue`]. Each case is a separate conform run with its own
+//! calibration, so the cases are independent and can run in parallel; their work is paced
+//! (sleeps), not computed, so many at once stay cheap on two cores.
+
+use std::collections::BTreeSet;
+use std::process::{Command, Output};
+
+use conform_workspace::{workspace_bin, workspace_root};
+use serde_json::Value;
+
+/// Scenarios that reftool's profile cannot run, with the skip reason conform must give.
+/// reftool has no destructive command, so its profile names no kit `destructive` probe.
+const SKIPPED: &[(&str, &str)] = &[
+    ("dry-run-previews", "profile names no kit `destructive` probes"),
+    ("destructive-refuses-unconfirmed", "profile names no kit `destructive` probes"),
+];
+
+/// Scenarios reftool is known to fail, each with the finding conform must report and why.
+/// The case asserts the failure, so a fix shows up as a test to update: remove the entry then.
+const KNOWN_FAILURES: &[(&str, &str, &str)] = &[(
+    "changed-input-discards-checkpoint",
+    "warning",
+    "reftool's digest resumes a paused job after its input changed: no CHECKPOINT_DISCARDED \
+     warning, and the job's progress stays at the old checkpoint's",
+)];
+
+/// Variables of the caller's environment that would change what conform or reftool does.
+const CALLER_ENV: &[&str] = &[
+    "AGENT_CALL_BUDGET_MS",
+    "REFTOOL_MUTANT",
+    "REFTOOL_STATE_DIR",
+    "REFTOOL_INSTANCE_ID",
+    "REFTOOL_PACE_MS",
+    "CI",
+];
+
+fn conform_json(args: &[&std::ffi::OsStr]) -> (Output, Value) {
+    let dir = tempfile::tempdir().expect("a temporary working directory");
+    let mut command = Command::new(workspace_bin("conform"));
+    command.args(args).current_dir(dir.path());
+    for name in CALLER_ENV {
+        command.env_remove(name);
+    }
+    let out = command.output().expect("conform runs");
+    let envelope = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "conform printed no JSON envelope ({e}); exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out, envelope)
+}
+
+/// Runs one scenario against reftool and asserts its verdict.
+fn check(id: &str) {
+    let reftool = workspace_bin("reftool");
+    let profile = workspace_root().join("reference-tool").join("conform.toml");
+    let (out, envelope) = conform_json(&[
+        "run".as_ref(),
+        reftool.as_os_str(),
+        "--profile".as_ref(),
+        profile.as_os_str(),
+        "--only".as_ref(),
+        id.as_ref(),
+        "--format".as_ref(),
+        "json".as_ref(),
+    ]);
+    let scenarios = envelope["data"]["scenarios"].as_array().unwrap_or_else(|| {
+        panic!(
+            "no data.scenarios in conform's answer (exit {:?}):\n{envelope:#}",
+            out.status.code()
+        )
+    });
+    let result = scenarios.iter().find(|s| s["id"] == id).unwrap_or_else(|| {
+        panic!("conform did not run `{id}`:\n{envelope:#}");
+    });
+    let status = result["status"].as_str().unwrap_or_default();
+    let shown = || {
+        format!(
+            "scenario `{id}`: {status}\n--- findings\n{:#}\n--- notes\n{:#}\n--- evidence\n{:#}\n--- status detail\n{}",
+            result["findings"],
+            result["notes"],
+            result["evidence"],
+            result.get("reason").or_else(|| result.get("message")).unwrap_or(&Value::Null)
+        )
+    };
+    if let Some((_, reason)) = SKIPPED.iter().find(|(skipped, _)| *skipped == id) {
+        assert_eq!(status, "skip", "{}", shown());
+        assert_eq!(result["reason"].as_str(), Some(*reason), "{}", shown());
+    } else if let Some((_, check, why)) = KNOWN_FAILURES.iter().find(|(known, ..)| *known == id) {
+        assert_eq!(
+            status,
+            "fail",
+            "known failure ({why}) no longer fails: remove it from KNOWN_FAILURES\n{}",
+            shown()
+        );
+        let checks: Vec<&str> = result["findings"]
+            .as_array()
+            .map(|f| f.iter().filter_map(|f| f["check"].as_str()).collect())
+            .unwrap_or_default();
+        assert!(checks.contains(check), "expected a `{check}` finding ({why})\n{}", shown());
+    } else {
+        assert_eq!(status, "pass", "{}", shown());
+    }
+}
+
+macro_rules! catalogue {
+    ($($name:ident => $id:literal,)*) => {
+        /// Every scenario id with a test case, in `conform list` order.
+        const CASES: &[&str] = &[$($id),*];
+        $(
+            #[test]
+            fn $name() {
+                check($id);
+            }
+        )*
+    };
+}
+
+catalogue! {
+    dry_run_previews => "dry-run-previews",
+    destructive_refuses_unconfirmed => "destructive-refuses-unconfirmed",
+    repeat_with_key_is_a_noop => "repeat-with-key-is-a-noop",
+    async_returns_a_job_descriptor => "async-returns-a-job-descriptor",
+    budget_flag_only_when_interruptible => "budget-flag-only-when-interruptible",
+    incomplete_entry_matches_danger => "incomplete-entry-matches-danger",
+    interruption_declares_incomplete_exit => "interruption-declares-incomplete-exit",
+    interruption_excludes_async_and_streaming => "interruption-excludes-async-and-streaming",
+    interruption_has_detach_or_resume => "interruption-has-detach-or-resume",
+    manifest_valid => "manifest-valid",
+    plain_command_times_out_honestly => "plain-command-times-out-honestly",
+    resumable_writer_takes_idempotency_key => "resumable-writer-takes-idempotency-key",
+    progress_is_reported => "progress-is-reported",
+    changed_input_discards_checkpoint => "changed-input-discards-checkpoint",
+    completed_work_starts_fresh => "completed-work-starts-fresh",
+    killed_reader_resumes_from_its_checkpoint => "killed-reader-resumes-from-its-checkpoint",
+    killed_writer_resumes_to_the_same_result => "killed-writer-resumes-to-the-same-result",
+    invalid_probes_are_arg_errors => "invalid-probes-are-arg-errors",
+    unknown_flag_is_arg_error => "unknown-flag-is-arg-error",
+    read_probes_keep_ansi_off_stdout => "read-probes-keep-ansi-off-stdout",
+    no_color_is_honoured => "no-color-is-honoured",
+    read_probes_end_with_stdin_closed => "read-probes-end-with-stdin-closed",
+    read_probes_end_with_stdin_open => "read-probes-end-with-stdin-open",
+    budget_flag_beats_env => "budget-flag-beats-env",
+    budget_flag_exits_14_within_budget => "budget-flag-exits-14-within-budget",
+    budget_zero_runs_to_the_end => "budget-zero-runs-to-the-end",
+    default_budget_is_30_seconds => "default-budget-is-30-seconds",
+    env_budget_applies => "env-budget-applies",
+    plain_command_ignores_budget_env => "plain-command-ignores-budget-env",
+    plain_slow_ignores_budget_env => "plain-slow-ignores-budget-env",
+    resume_only_pauses_within_budget => "resume-only-pauses-within-budget",
+    terminal_without_budget_is_synchronous => "terminal-without-budget-is-synchronous",
+    work_within_budget_is_ordinary => "work-within-budget-is-ordinary",
+    caller_group_kill_spares_the_job => "caller-group-kill-spares-the-job",
+    cancel_stops_the_job => "cancel-stops-the-job",
+    cancelled_invocation_starts_fresh => "cancelled-invocation-starts-fresh",
+    dead_worker_is_job_lost => "dead-worker-is-job-lost",
+    identical_invocations_share_one_job => "identical-invocations-share-one-job",
+    job_ids_are_not_guessable => "job-ids-are-not-guessable",
+    job_status_never_waits => "job-status-never-waits",
+    job_wait_reports_growing_progress => "job-wait-reports-growing-progress",
+    jobs_are_owned_by_their_instance => "jobs-are-owned-by-their-instance",
+    pipes_released_on_handoff => "pipes-released-on-handoff",
+    pipes_released_stdin_open => "pipes-released-stdin-open",
+    rejected_cancel_leaves_continuation_running => "rejected-cancel-leaves-continuation-running",
+    repeat_attaches_to_running_job => "repeat-attaches-to-running-job",
+    sigterm_hands_off_at_once => "sigterm-hands-off-at-once",
+    stale_cancel_leaves_nothing_behind => "stale-cancel-leaves-nothing-behind",
+    stalled_job_times_out => "stalled-job-times-out",
+    async_job_status_exits_14 => "async-job-status-exits-14",
+    continue_command_is_shell_ready => "continue-command-is-shell-ready",
+    continue_loop_ends_in_calibrated_response => "continue-loop-ends-in-calibrated-response",
+    detach_hands_off_running => "detach-hands-off-running",
+    paused_continue_is_the_original_invocation => "paused-continue-is-the-original-invocation",
+    paused_writer_continues_with_key => "paused-writer-continues-with-key",
+    progress_never_decreases => "progress-never-decreases",
+    resumed_writer_progress_never_decreases => "resumed-writer-progress-never-decreases",
+}
+
+#[test]
+fn the_list_is_the_catalogue() {
+    let (out, envelope) = conform_json(&["list".as_ref(), "--format".as_ref(), "json".as_ref()]);
+    assert_eq!(out.status.code(), Some(0), "conform list failed:\n{envelope:#}");
+    let listed: Vec<&str> = envelope["data"]["scenarios"]
+        .as_array()
+        .expect("data.scenarios is an array")
+        .iter()
+        .map(|s| s["id"].as_str().expect("each scenario has an id"))
+        .collect();
+    let missing: BTreeSet<&&str> = listed.iter().filter(|id| !CASES.contains(id)).collect();
+    let stale: BTreeSet<&&str> = CASES.iter().filter(|id| !listed.contains(id)).collect();
+    assert!(
+        missing.is_empty() && stale.is_empty(),
+        "tests/suite/reftool_catalogue.rs is out of step with `conform list`: add a case for \
+         {missing:?}, remove {stale:?}"
+    );
+    assert_eq!(listed, CASES, "keep the cases in `conform list` order");
+    for id in SKIPPED.iter().map(|(id, _)| id).chain(KNOWN_FAILURES.iter().map(|(id, ..)| id)) {
+        assert!(
+            CASES.contains(id),
+            "`{id}` is listed as skipped or failing but is not in the catalogue"
+        );
+    }
+}
