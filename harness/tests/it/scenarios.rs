@@ -32,6 +32,11 @@ fn the_embedded_list_is_the_scenarios_directory() {
     let mut on_disk = BTreeSet::new();
     for dir in std::fs::read_dir(&root).unwrap() {
         let dir = dir.unwrap().path();
+        if dir.is_file() {
+            // scenarios/README.md, the criterion-to-scenario map, is documentation.
+            assert_eq!(dir.file_name().and_then(|n| n.to_str()), Some("README.md"));
+            continue;
+        }
         for file in std::fs::read_dir(&dir).unwrap() {
             let file = file.unwrap().path();
             assert_eq!(
@@ -304,4 +309,22 @@ fn the_manual_examples_parse() {
         }
     }
     assert_eq!(seen, 2);
+}
+
+/// `scenarios/README.md` maps the criteria to scenarios: every scenario appears in it, so a new
+/// one cannot be left out of the map.
+#[test]
+fn the_criterion_map_names_every_scenario() {
+    let map = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/README.md"),
+    )
+    .unwrap();
+    let catalogue = Catalogue::embedded().unwrap();
+    let missing: Vec<&str> = catalogue
+        .scenarios
+        .iter()
+        .map(|s| s.id.as_str())
+        .filter(|id| !map.contains(&format!("`{id}`")))
+        .collect();
+    assert!(missing.is_empty(), "scenarios/README.md does not name {missing:?}");
 }
