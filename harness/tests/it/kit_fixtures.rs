@@ -3,10 +3,11 @@
 //! and the fixture without a fault must pass every kit scenario, so a kit scenario that stops
 //! looking (or starts failing honest tools) is caught here.
 //!
-//! Two kit checks have no scenario that sees their fault yet; their fixtures are proved real
-//! here, and the conform side waits (`#[ignore]`, or a branch on `conform list`):
-//! `dry-run-acts` (a preview that deletes: no scenario looks at side effects) and
-//! `help-on-stdout` (REQ-F-048: no scenario runs `--help`).
+//! Three faults have no scenario that sees them yet; their fixtures are proved real here, and
+//! the conform side waits (`#[ignore]`, or a branch on `conform list`): `dry-run-acts` (a
+//! preview that deletes: no scenario looks at side effects), `help-on-stdout` (REQ-F-048: no
+//! scenario runs `--help`) and `refuses-with-4` (the refusal scenario takes any non-zero exit,
+//! where REQ-O-021 and the spec kit want ARG_ERROR 2).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -160,4 +161,23 @@ fn help_on_stdout_is_a_real_fault_and_fails_its_scenario_once_there_is_one() {
         let (_, report) = run_kit("good", &["--only", id]);
         assert_eq!(status_of(&report, id), "pass", "{id}: {report:#}");
     }
+}
+
+#[test]
+fn refuses_with_4_refuses_without_acting_but_not_with_arg_error() {
+    let home = tempfile::tempdir().unwrap();
+    let refused = fixture("refuses-with-4", home.path(), &["purge"]);
+    assert_eq!(refused.status.code(), Some(4));
+    assert_eq!(stdout_json(&refused)["error"]["code"], "CONFIRMATION_REQUIRED");
+    let preview = stdout_json(&fixture("refuses-with-4", home.path(), &["purge", "--dry-run"]));
+    assert_eq!(preview["data"]["would_delete"].as_array().unwrap().len(), 3, "nothing deleted");
+}
+
+#[test]
+#[ignore = "destructive-refuses-unconfirmed accepts any non-zero exit; REQ-O-021 and the spec \
+            kit want ARG_ERROR 2 (reported); un-ignore when the scenario asks for it"]
+fn a_refusal_with_another_exit_than_2_fails_the_kit_scenario() {
+    let (exit, report) = run_kit("refuses-with-4", &["--only", "destructive-refuses-unconfirmed"]);
+    assert_eq!(exit, 80, "{report:#}");
+    assert_eq!(status_of(&report, "destructive-refuses-unconfirmed"), "fail", "{report:#}");
 }
