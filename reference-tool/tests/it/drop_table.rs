@@ -209,3 +209,17 @@ fn a_person_at_a_terminal_confirms_by_answering_the_prompt() {
     assert_eq!(run.envelope()["data"]["effect"], "deleted");
     assert_eq!(tables(&db), vec![("keep".to_owned(), 1)]);
 }
+
+#[test]
+fn a_drop_stopped_by_its_timeout_rolls_back_and_leaves_the_table_whole() {
+    let sandbox = Sandbox::new();
+    let db = shop(&sandbox, 6);
+    let before = tables(&db);
+    // The pace sleeps after the DROP and before the commit: the limit lands in between.
+    let run =
+        sandbox.run_env(&with(&["--yes", "--timeout", "300ms"]), &[("REFTOOL_PACE_MS", "3000")]);
+    assert_eq!(run.exit, 10, "{}", run.stdout);
+    assert_eq!(run.code(), "TIMEOUT");
+    run.envelope();
+    assert_eq!(tables(&db), before, "the drop was rolled back");
+}
