@@ -97,6 +97,13 @@
 //! fixture, a destructive probe that confirms itself is an `ARG_ERROR` with file, line and
 //! column. `schemas/profile.json` describes the same format as a JSON Schema.
 //!
+//! A `--profile` whose name ends in `.json` is read as a profile of the spec's own
+//! conformance kit (its `schemas/conformance-profile.md`: `schema_version` "1.0", `tool`,
+//! `command`, `timeout_seconds`, `manifest`, and `probes` of kind `read`, `invalid` or
+//! `destructive` with a `dry_run_flag`): its probes become `[kit]`, so a vendor with a kit
+//! profile gets every kit check from conform unchanged ([`profile::kit`]). It names no roles,
+//! so the §79 scenarios are skipped with that reason until a `conform.toml` adds them.
+//!
 //! ## Scenarios
 //!
 //! One file per acceptance criterion, `scenarios/<REQUIREMENT>/<id>.toml`:

@@ -15,6 +15,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::scenario::{StdinKind, line_col};
 
+pub mod kit;
+
 /// The role names a profile may define (see the manual for what each promises).
 pub const ROLE_NAMES: [&str; 7] =
     ["detach", "resume_reader", "resume_writer", "detach_only", "plain_slow", "async", "stalling"];
@@ -182,15 +184,44 @@ impl Profile {
         Self::parse(path, &text)
     }
 
-    /// Parses and validates profile text; `path` resolves fixture paths.
+    /// Parses and validates profile text; `path` resolves fixture paths. A path ending in
+    /// `.json` is a profile of the spec's conformance kit ([`kit`]): its probes become `[kit]`.
     pub fn parse(path: &Path, text: &str) -> Result<Self, ProfileError> {
         let shown = path.display().to_string();
+        if path.extension().is_some_and(|e| e == "json") {
+            return Self::parse_kit(path, text);
+        }
         let file: ProfileFile = toml::from_str(text).map_err(|e| ProfileError {
             file: shown.clone(),
             location: e.span().map(|s| line_col(text, s.start)),
             message: e.message().trim().to_owned(),
         })?;
         let profile = Profile { path: Some(path.to_path_buf()), file };
+        profile.validate().map_err(|(key, message)| ProfileError {
+            file: shown,
+            location: key.and_then(|k| locate_key(text, &k)),
+            message,
+        })?;
+        Ok(profile)
+    }
+
+    /// A kit profile (JSON), mapped onto a profile with a `[kit]` and nothing else.
+    fn parse_kit(path: &Path, text: &str) -> Result<Self, ProfileError> {
+        let shown = path.display().to_string();
+        let parsed: kit::KitProfile = serde_json::from_str(text).map_err(|e| ProfileError {
+            file: shown.clone(),
+            location: (e.line() > 0).then(|| (e.line(), e.column())),
+            message: format!("not a conformance-kit profile: {e}"),
+        })?;
+        let kit = parsed.to_kit().map_err(|(key, message)| ProfileError {
+            file: shown.clone(),
+            location: key.and_then(|k| locate_key(text, &k)),
+            message,
+        })?;
+        let profile = Profile {
+            path: Some(path.to_path_buf()),
+            file: ProfileFile { kit, ..ProfileFile::default() },
+        };
         profile.validate().map_err(|(key, message)| ProfileError {
             file: shown,
             location: key.and_then(|k| locate_key(text, &k)),

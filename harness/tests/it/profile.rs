@@ -126,3 +126,90 @@ fn conform_toml_in_the_working_directory_is_read() {
     assert_eq!(code(&out), 2, "{}", String::from_utf8_lossy(&out.stderr));
     assert!(!dir.path().join("ran").exists(), "the tool ran");
 }
+
+/// A profile of the spec's conformance kit, for the fake tool (its JSON format).
+const KIT_PROFILE: &str = r#"{
+  "schema_version": "1.0",
+  "tool": "faketool",
+  "command": ["faketool"],
+  "timeout_seconds": 5,
+  "manifest": ["manifest"],
+  "probes": [
+    { "name": "greet", "argv": ["greet"], "kind": "read" },
+    { "name": "manifest", "argv": ["manifest"], "kind": "read" },
+    { "name": "unknown flag", "argv": ["greet", "--bogus"], "kind": "invalid" },
+    { "name": "wipe", "argv": ["wipe"], "kind": "destructive", "dry_run_flag": "--dry-run" }
+  ]
+}"#;
+
+fn kit_in_dir(text: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kit-profile.json");
+    std::fs::write(&path, text).unwrap();
+    (dir, path)
+}
+
+#[test]
+fn a_kit_profile_maps_its_probes_onto_the_kit() {
+    let (_dir, path) = kit_in_dir(KIT_PROFILE);
+    let profile = Profile::load(&path).unwrap();
+    let kit = &profile.file.kit;
+    assert_eq!(kit.read, [vec!["greet"], vec!["manifest"]]);
+    assert_eq!(kit.invalid, [vec!["greet", "--bogus"]]);
+    assert_eq!(kit.destructive.len(), 1);
+    assert_eq!(kit.destructive[0].argv, ["wipe"]);
+    assert_eq!(kit.destructive[0].dry_run_flag, "--dry-run");
+    assert!(profile.role("detach").is_none(), "a kit profile names no roles");
+}
+
+#[test]
+fn conform_runs_the_kit_checks_from_a_kit_profile() {
+    let (dir, path) = kit_in_dir(KIT_PROFILE);
+    let out = conform()
+        .current_dir(dir.path())
+        .args(["run"])
+        .arg(crate::support::faketool())
+        .arg("--profile")
+        .arg(&path)
+        .args(["--only", "kit", "--only", "detach", "--format", "json"])
+        .output()
+        .unwrap();
+    let report = stdout_json(&out);
+    for id in [
+        "dry-run-previews",
+        "destructive-refuses-unconfirmed",
+        "invalid-probes-are-arg-errors",
+        "read-probes-keep-ansi-off-stdout",
+        "no-color-is-honoured",
+        "read-probes-end-with-stdin-closed",
+        "read-probes-end-with-stdin-open",
+    ] {
+        assert_eq!(crate::support::status_of(&report, id), "pass", "{id}: {report:#}");
+    }
+    // No roles in a kit profile: the §79 scenarios needing one are skipped, never failed.
+    assert_eq!(crate::support::status_of(&report, "detach-hands-off-running"), "skip");
+}
+
+#[rstest]
+#[case::no_dry_run_flag(r#", "dry_run_flag": "--dry-run" }"#, " }", "dry_run_flag")]
+#[case::duplicate_name(r#""name": "manifest""#, r#""name": "greet""#, "two probes")]
+#[case::bad_version(r#""schema_version": "1.0""#, r#""schema_version": "2.0""#, "version")]
+#[case::bad_timeout(r#""timeout_seconds": 5"#, r#""timeout_seconds": 0"#, "timeout_seconds")]
+#[case::unknown_kind(r#""kind": "read" }"#, r#""kind": "mutating" }"#, "kit profile")]
+#[case::unknown_key(r#""tool": "faketool","#, r#""tool": "faketool", "tools": 1,"#, "kit profile")]
+#[case::confirming_probe(r#""argv": ["wipe"]"#, r#""argv": ["wipe", "--yes"]"#, "confirm")]
+fn a_broken_kit_profile_is_an_arg_error(#[case] from: &str, #[case] to: &str, #[case] says: &str) {
+    assert!(KIT_PROFILE.contains(from), "{from}");
+    let (dir, path) = kit_in_dir(&KIT_PROFILE.replacen(from, to, 1));
+    let err = Profile::load(&path).unwrap_err();
+    assert!(err.to_string().contains(says), "{err}");
+    let out = conform()
+        .current_dir(dir.path())
+        .arg("run")
+        .arg(crate::support::faketool())
+        .arg("--profile")
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 2, "{}", String::from_utf8_lossy(&out.stderr));
+}

@@ -1,0 +1,122 @@
+//! The spec's own conformance kit describes a tool with a JSON profile (its
+//! `schemas/conformance-profile.md`): a display name, the invocation prefix, a per-run time
+//! limit, the manifest's arguments, and probes, each with a `kind` saying what a correct tool
+//! does with it (`read`, `invalid`, `destructive` with its `dry_run_flag`). conform reads that
+//! file as it is, so a vendor who already has one needs nothing else for the kit's checks: a
+//! `--profile` ending in `.json` is read in this format and its probes become the profile's
+//! `[kit]`. It names no roles, so the §79 scenarios that need one are skipped with the reason.
+//!
+//! `command` and `timeout_seconds` are checked but not used: `conform run TOOL` names the tool,
+//! and conform bounds every step itself. `manifest` is not needed either: conform always asks
+//! `TOOL manifest`.
+
+use std::collections::BTreeSet;
+
+use serde::Deserialize;
+
+use super::{DestructiveProbe, Kit};
+
+/// The only format version the kit defines.
+pub const KIT_PROFILE_VERSION: &str = "1.0";
+
+/// The kit's bound on `timeout_seconds`.
+const MAX_TIMEOUT_SECONDS: f64 = 120.0;
+
+/// A kit profile as written.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KitProfile {
+    /// Format version, `"1.0"`.
+    pub schema_version: String,
+    /// Display name of the tool.
+    pub tool: String,
+    /// The invocation prefix (conform takes the tool from its command line instead).
+    pub command: Vec<String>,
+    /// The kit's per-run limit, in `(0, 120]`.
+    pub timeout_seconds: f64,
+    /// Arguments that print the manifest.
+    #[serde(default)]
+    pub manifest: Option<Vec<String>>,
+    /// The probes.
+    pub probes: Vec<KitProbe>,
+}
+
+/// What a correct tool does with a probe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum KitProbeKind {
+    /// Finishes without side effects.
+    Read,
+    /// Is refused with exit 2.
+    Invalid,
+    /// Refuses until confirmed; previews with its dry-run flag.
+    Destructive,
+}
+
+/// One probe of a kit profile.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KitProbe {
+    /// Unique label.
+    pub name: String,
+    /// Arguments after the tool.
+    pub argv: Vec<String>,
+    /// Its kind.
+    pub kind: KitProbeKind,
+    /// The flag that turns a destructive probe into a preview (required for those).
+    #[serde(default)]
+    pub dry_run_flag: Option<String>,
+}
+
+impl KitProfile {
+    /// Checks what serde cannot and maps the probes onto conform's `[kit]`; an error names the
+    /// offending key and says why.
+    pub fn to_kit(&self) -> Result<Kit, (Option<String>, String)> {
+        if self.schema_version != KIT_PROFILE_VERSION {
+            return Err((
+                Some("schema_version".into()),
+                format!(
+                    "kit profile version `{}` is not `{KIT_PROFILE_VERSION}`",
+                    self.schema_version
+                ),
+            ));
+        }
+        if self.tool.trim().is_empty() {
+            return Err((Some("tool".into()), "`tool` is empty".into()));
+        }
+        if self.command.is_empty() || self.command.iter().any(|c| c.is_empty()) {
+            return Err((Some("command".into()), "`command` needs non-empty elements".into()));
+        }
+        if !(self.timeout_seconds > 0.0 && self.timeout_seconds <= MAX_TIMEOUT_SECONDS) {
+            return Err((
+                Some("timeout_seconds".into()),
+                format!("`timeout_seconds` {} is not in (0, 120]", self.timeout_seconds),
+            ));
+        }
+        let mut names = BTreeSet::new();
+        let mut kit = Kit::default();
+        for probe in &self.probes {
+            if !names.insert(probe.name.as_str()) {
+                return Err((
+                    Some(probe.name.clone()),
+                    format!("two probes are named `{}`", probe.name),
+                ));
+            }
+            match (probe.kind, &probe.dry_run_flag) {
+                (KitProbeKind::Read, _) => kit.read.push(probe.argv.clone()),
+                (KitProbeKind::Invalid, _) => kit.invalid.push(probe.argv.clone()),
+                (KitProbeKind::Destructive, Some(flag)) => kit.destructive.push(DestructiveProbe {
+                    argv: probe.argv.clone(),
+                    dry_run_flag: flag.clone(),
+                }),
+                (KitProbeKind::Destructive, None) => {
+                    return Err((
+                        Some(probe.name.clone()),
+                        format!("destructive probe `{}` has no `dry_run_flag`", probe.name),
+                    ));
+                }
+            }
+        }
+        Ok(kit)
+    }
+}
