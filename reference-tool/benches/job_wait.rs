@@ -4,9 +4,16 @@
 //! parent's `wait` returns) is compared with the job's recorded end:
 //!
 //! - **from result.json**: the modification time of the job's `result.json` (written to a
-//!   temporary file, fsynced, then renamed into place, which is what wakes the waiters);
-//! - **from ended_at_ms**: the job row's `ended_at_ms` in the state database (it may be
-//!   recorded after the waiters were woken: then the figure is negative).
+//!   temporary file, fsynced, then renamed into place; the waiters' doorbells are rung right
+//!   after);
+//! - **from ended_at_ms**: the job row's `ended_at_ms` in the state database: the instant the
+//!   worker made the outcome, before the outcome file's write, fsyncs and rename, so this
+//!   figure is an upper bound of the wake-up plus the waiter's answer and exit.
+//!
+//! The mtime figure reads high: on kernels with multigrain timestamps (6.13 and later) a file
+//! nobody has looked at gets the coarse clock, up to one jiffy (4 ms at 250 Hz) behind, so the
+//! mtime of `result.json` is often *earlier* than `ended_at_ms`, which precedes it. The target
+//! is judged on `ended_at_ms`.
 //!
 //! Target: median ≤ 5 ms. Beside it, the spawn-to-exit time of `/bin/true`, since the waiter's
 //! own process exit is part of what is measured.
@@ -172,6 +179,6 @@ fn main() -> Result<()> {
         floor.last().copied().unwrap_or(f64::NAN),
         "-"
     )?;
-    writeln!(out, "target: median <= {target:.0} ms (ratio <= 1.00x)")?;
+    writeln!(out, "target: median from ended_at_ms <= {target:.0} ms (ratio <= 1.00x)")?;
     Ok(())
 }

@@ -3,7 +3,7 @@
 //! Every state file is written with [`write_atomic`]: the bytes go to a temporary file in the
 //! same directory, are flushed to disk, and the temporary file is renamed over the target. A
 //! reader (or a `kill -9` at any instant) sees either the old content or the new one, never a
-//! torn file; a waiter watching the directory with inotify sees one `IN_MOVED_TO` per write.
+//! torn file.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};

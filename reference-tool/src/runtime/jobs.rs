@@ -9,12 +9,16 @@
 //!     result.json     JobOutcome: status, exit code, the final envelope or the failure
 //!     log             the worker's stdout + stderr
 //!     stdin           the spooled stdin (when the command reads stdin)
+//!     waiters/        one FIFO per waiting process, rung when the job ends or pauses
 //! <state_dir>/jobs/<instance_dir>/.spool-*     stdin being spooled, before its job exists
 //! <state_dir>/checkpoints/<instance_dir>/<identity>.json   file checkpoints (checkpoint.rs)
 //! ```
 //!
 //! `<instance_dir>` is [`instance_dir_name`]. Every file is written atomically (temp + fsync +
-//! rename), so a waiter watching the directory wakes on `IN_MOVED_TO` (see `wake.rs`).
+//! rename). A job dir also holds `waiters/`, one FIFO per process waiting on the job: every
+//! path that ends a job ([`JobStore::finish`], a cancel, settling a lost / stalled / timed-out
+//! job) rings them right after writing `result.json`, and [`JobStore::pause`] after its
+//! commit (see `doorbell.rs`, `wake.rs`).
 //!
 //! # The state-DB table
 //!
@@ -606,6 +610,8 @@ impl JobStore {
             return Ok(false);
         }
         write_json_atomic(&dir.join(RESULT_FILE), outcome)?;
+        // The outcome file is what a waiter answers from: wake them now, not at the commit.
+        super::doorbell::ring(&dir);
         self.set_ended(tx, id, outcome)?;
         if outcome.status == JobStatus::Cancelled {
             if let Ok(Some(record)) = read_json::<JobRecord>(&dir.join(JOB_FILE)) {
@@ -908,6 +914,8 @@ impl JobStore {
             params![id.as_str()],
         )?;
         tx.commit()?;
+        // Waiters (an attached identical invocation) answer `paused` at once.
+        super::doorbell::ring(&self.job_dir(instance, id));
         Ok(PauseOutcome::Paused)
     }
 

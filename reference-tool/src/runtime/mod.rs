@@ -16,7 +16,8 @@
 //! | [`identity`] | the identity key of an invocation; normalized args; derived idempotency keys |
 //! | [`process`] | a process as pid + start time (a reused pid is not the worker) |
 //! | [`jobs`] | the job store: job dirs, the `reftool_jobs` table, claim / pause / finish / cancel / settle / retention |
-//! | [`wake`] | `job wait`: inotify wake-up on the job's end, liveness checks while waiting |
+//! | [`wake`] | `job wait`: doorbell wake-up on the job's end or pause, liveness checks while waiting |
+//! | [`doorbell`] | per-waiter FIFOs in `<job dir>/waiters/`, rung by whoever ends or pauses the job |
 //! | [`worker`] | spawning the detached worker by re-exec; `worker_main` |
 //! | [`context`] | [`context::JobContext`]: what a command's work gets (progress, safe points, stops) |
 //! | [`progress`] | throttled, monotonic progress; `progress.json`; a bar on a terminal |
@@ -30,8 +31,9 @@
 //! The state DB gets the table of [`jobs::migrations`] (`reftool_jobs`, with a UNIQUE index on
 //! `(instance, identity)` over running/paused jobs); job directories live under
 //! `<state_dir>/jobs/<instance_dir>/<job_id>/` (`job.json`, `progress.json`, `result.json`,
-//! `log`, `stdin`), file checkpoints under `<state_dir>/checkpoints/<instance_dir>/`; a writer's
-//! checkpoint is a row of `reftool_checkpoints` in its target database. See [`jobs`].
+//! `log`, `stdin`, `waiters/`), file checkpoints under
+//! `<state_dir>/checkpoints/<instance_dir>/`; a writer's checkpoint is a row of
+//! `reftool_checkpoints` in its target database. See [`jobs`].
 //!
 //! # Wiring it into the framework
 //!
@@ -107,6 +109,7 @@
 pub mod budget;
 pub mod checkpoint;
 pub mod context;
+pub mod doorbell;
 pub mod fsutil;
 pub mod identity;
 pub mod ids;

@@ -4,7 +4,8 @@
 //! `progress.json` ([`ProgressFile`], written atomically, without fsync: it is rewritten
 //! often and worthless after a power loss), throttled to at most one write per
 //! [`WRITE_INTERVAL`] while the count grows, plus a final write in [`ProgressReporter::flush`].
-//! A handler may therefore report on every chunk. Each write wakes `job wait` (inotify).
+//! A handler may therefore report on every chunk. Writes do not wake `job wait`: a waiter
+//! re-reads the file at its deadline.
 //!
 //! `done` never decreases within one job, across continuations and resumes: the reporter
 //! starts from a floor (the job's last persisted `done`, see [`ProgressReporter::with_floor`]).
