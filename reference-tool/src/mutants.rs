@@ -242,13 +242,19 @@ fn is_read_probe(argv: &[OsString]) -> bool {
 /// process at once with that status.
 pub fn before_run(argv: &[OsString]) -> Option<u8> {
     use std::io::{IsTerminal, Read};
-    let reads_stdin = active(Mutant::ReadProbesWaitForStdin) || active(Mutant::ReadProbesNeedInput);
-    if !reads_stdin || !is_read_probe(argv) || std::io::stdin().is_terminal() {
+    use std::os::unix::fs::FileTypeExt;
+    const GENERAL_ERROR: u8 = 1;
+    if !is_read_probe(argv) || std::io::stdin().is_terminal() {
         return None;
     }
-    let mut input = Vec::new();
-    let _ = std::io::stdin().lock().read_to_end(&mut input);
-    (active(Mutant::ReadProbesNeedInput) && input.is_empty()).then_some(1)
+    if active(Mutant::ReadProbesWaitForStdin) {
+        let mut input = Vec::new();
+        let _ = std::io::stdin().lock().read_to_end(&mut input);
+    }
+    // `/dev/null` (what a closed stdin usually is) is a character device, a pipe is not.
+    let stdin_is_null =
+        std::fs::metadata("/dev/stdin").is_ok_and(|m| m.file_type().is_char_device());
+    (active(Mutant::ReadProbesNeedInput) && stdin_is_null).then_some(GENERAL_ERROR)
 }
 
 /// Faults in what is written: the exit status and stray escape sequences.
