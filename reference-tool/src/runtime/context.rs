@@ -34,6 +34,9 @@ pub struct JobContext<'a> {
     checkpoint_path: PathBuf,
     progress: ProgressReporter,
     stop: StopControl<'a>,
+    /// Added to the work's own counts when it restarted below what the job had already
+    /// published (see [`JobContext::resume_from`]).
+    restart_offset: u64,
 }
 
 impl<'a> JobContext<'a> {
@@ -51,6 +54,7 @@ impl<'a> JobContext<'a> {
             job,
             progress,
             stop,
+            restart_offset: 0,
         }
     }
 
@@ -99,17 +103,36 @@ impl<'a> JobContext<'a> {
         } else {
             done
         };
-        self.progress.report(done, total, unit)
+        let offset = self.restart_offset;
+        self.progress.report(
+            done.saturating_add(offset),
+            total.map(|t| t.saturating_add(offset)),
+            unit,
+        )
     }
 
-    /// Raises the progress floor to a restored checkpoint's `done` (a resumed run never
-    /// reports below its checkpoint).
+    /// Tells where the work resumes: `done` is the restored checkpoint's (0 when it starts
+    /// over). Call it once, after restoring, before the first [`JobContext::progress`].
+    ///
+    /// Above the job's published `done`, the floor rises to it (a resumed run never reports
+    /// below its checkpoint). Below it, the work restarts under a value the job already
+    /// published: its first answer was seeded from a checkpoint that the worker then found
+    /// stale (`CHECKPOINT_DISCARDED`), or a paused job's input changed. `done` never decreases
+    /// for one job (CONTRACT §4), so the job's count goes on from what it published: every
+    /// later report adds the difference to `done` and to `total`. The published `done` then
+    /// counts the units this job has worked, the discarded ones included, and grows with real
+    /// work (so the idle watchdog sees it move); `total` grows by the same amount, so the
+    /// job ends with `done == total` as usual.
     pub fn resume_from(&mut self, done: u64) -> Result<(), ProgressError> {
-        if done > self.progress.latest().done
-            && !crate::mutants::active(crate::mutants::Mutant::ProgressRestartsOnResume)
-        {
+        if crate::mutants::active(crate::mutants::Mutant::ProgressRestartsOnResume) {
+            return Ok(());
+        }
+        let published = self.progress.latest().done;
+        if done > published {
             let (total, unit) = (self.progress.latest().total, self.progress.latest().unit.clone());
             self.progress.report(done, total, unit.as_deref())?;
+        } else {
+            self.restart_offset = published - done;
         }
         Ok(())
     }
@@ -260,6 +283,86 @@ mod tests {
             )
             .unwrap();
         Answer::Done { job: id.to_string(), sum: state.sum }
+    }
+
+    #[test]
+    fn a_restart_below_the_published_progress_continues_the_count() {
+        let f = Fixture::new();
+        let conn = f.conn();
+        let view = match f
+            .store
+            .create_or_attach(
+                &conn,
+                new_job(identity(&["seeded"], "default"), ProcessIdentity::current().unwrap()),
+            )
+            .unwrap()
+        {
+            Claim::Created(v) => v,
+            other => panic!("{other:?}"),
+        };
+        // The front published the checkpoint's progress before the worker started.
+        let mut seed =
+            crate::runtime::progress::ProgressReporter::new(Some(view.dir.clone())).strict(true);
+        seed.report(500, Some(1000), Some("items")).unwrap();
+        seed.flush().unwrap();
+        let seeded_at =
+            crate::runtime::progress::ProgressFile::read(&view.dir).unwrap().unwrap().changed_at_ms;
+        let view = f.store.peek(&conn, "default", &view.record.job_id).unwrap();
+        let old = ctx_checkpoints(&f, &view, "input-v1");
+        old.save(&Sum { next: 500, sum: 1 }, 500).unwrap();
+
+        // The worker finds the input changed: the checkpoint is discarded, work restarts at 0.
+        let stop = JobContext::standard_stop(&f.store, &conn, &view, None, None);
+        let mut ctx = JobContext::new(&f.store, view.clone(), stop);
+        let restored: Restored<Sum> = ctx.file_checkpoints("input-v2").restore().unwrap();
+        assert_eq!(restored.done, 0);
+        assert_eq!(restored.warnings.len(), 1, "CHECKPOINT_DISCARDED");
+        ctx.resume_from(restored.done).unwrap();
+        std::thread::sleep(Duration::from_millis(5));
+        // Strict (test mode): none of these is a backwards report.
+        for done in [1, 10, 400] {
+            ctx.progress(done, Some(800), Some("items")).unwrap();
+        }
+        assert_eq!(ctx.latest_progress().done, 900);
+        assert_eq!(ctx.latest_progress().total, Some(1300));
+        ctx.progress(800, Some(800), Some("items")).unwrap();
+        ctx.flush_progress().unwrap();
+        let file = crate::runtime::progress::ProgressFile::read(&view.dir).unwrap().unwrap();
+        assert_eq!((file.progress.done, file.progress.total), (1300, Some(1300)));
+        assert!(file.changed_at_ms > seeded_at, "real work moves the idle clock");
+    }
+
+    #[test]
+    fn a_resume_at_the_published_progress_adds_nothing() {
+        let f = Fixture::new();
+        let conn = f.conn();
+        let view = match f
+            .store
+            .create_or_attach(
+                &conn,
+                new_job(identity(&["plain"], "default"), ProcessIdentity::current().unwrap()),
+            )
+            .unwrap()
+        {
+            Claim::Created(v) => v,
+            other => panic!("{other:?}"),
+        };
+        let stop = JobContext::standard_stop(&f.store, &conn, &view, None, None);
+        let mut ctx = JobContext::new(&f.store, view, stop);
+        ctx.resume_from(0).unwrap();
+        ctx.progress(7, Some(10), None).unwrap();
+        assert_eq!((ctx.latest_progress().done, ctx.latest_progress().total), (7, Some(10)));
+        ctx.resume_from(7).unwrap();
+        ctx.progress(9, Some(10), None).unwrap();
+        assert_eq!((ctx.latest_progress().done, ctx.latest_progress().total), (9, Some(10)));
+    }
+
+    fn ctx_checkpoints(f: &Fixture, view: &JobView, fingerprint: &str) -> FileCheckpoints {
+        FileCheckpoints::new(
+            f.store.checkpoint_path(&view.record.instance, &view.record.identity),
+            fingerprint,
+            view.record.job_id.clone(),
+        )
     }
 
     #[test]

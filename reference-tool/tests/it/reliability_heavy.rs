@@ -531,6 +531,11 @@ fn file_checkpoint_done(sandbox: &Sandbox) -> Option<u64> {
     let mut found = Vec::new();
     for instance in std::fs::read_dir(root).ok()?.flatten() {
         for file in std::fs::read_dir(instance.path()).ok()?.flatten() {
+            // A worker killed inside an atomic write leaves its temp file (`.<name>.tmp-*`)
+            // beside the checkpoint; the runtime never reads it, nor does this.
+            if file.file_name().to_string_lossy().starts_with('.') {
+                continue;
+            }
             let text = std::fs::read(file.path()).ok()?;
             let value: Value = serde_json::from_slice(&text).ok()?;
             found.push(value["done"].as_u64()?);
@@ -592,10 +597,6 @@ fn a_killed_worker_is_job_lost_at_once_and_the_identical_invocation_resumes() {
 /// The first progress a resumed detached job reports, asked for at once (`--budget 1`): where
 /// it resumed, not 0.
 #[test]
-#[ignore = "BUG: after JOB_LOST, the identical invocation of a detach command answers its \
-            first INCOMPLETE with progress.done 0 (the new job's progress before the worker \
-            restored the checkpoint), below the checkpoint's done (CONTRACT §6 acceptance; \
-            §4 never decreasing)"]
 fn a_resumed_detached_job_reports_its_checkpoint_from_the_first_answer() {
     let rig = analyze_rig("lost-first-progress");
     let first = rig.run(&["analyze", "data.csv", "--budget", "800ms"], ANALYZE_PACE_MS);
