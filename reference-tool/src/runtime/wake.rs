@@ -103,7 +103,9 @@ fn wait_with_liveness(
     let first = store.peek(conn, instance, id)?;
     let watcher = match first.outcome {
         Some(_) => None,
-        None => Some(JobWatcher::new(&first.dir)?),
+        // A doorbell that cannot be made (a full or read-only state dir) costs promptness,
+        // never the answer: the waiter then naps and relies on its liveness checks.
+        None => Some(JobWatcher::new(&first.dir).ok()),
     };
     let mut view = store.get(conn, instance, id)?;
     let mut last_settle = Instant::now();
@@ -114,7 +116,7 @@ fn wait_with_liveness(
         if view.status == JobStatus::Paused {
             return Ok(WaitOutcome::Pending(view));
         }
-        let Some(watcher) = &watcher else {
+        let Some(bell) = &watcher else {
             // Only reachable if an outcome file vanished: settle like a liveness check.
             return Ok(WaitOutcome::Pending(store.get(conn, instance, id)?));
         };
@@ -126,7 +128,11 @@ fn wait_with_liveness(
         }
         let until_settle = liveness.saturating_sub(last_settle.elapsed());
         let nap = remaining.map_or(until_settle, |r| r.min(until_settle));
-        if watcher.wait(nap)? {
+        let rang = match bell {
+            Some(bell) => bell.wait(nap)?,
+            None => nap_interruptibly(nap),
+        };
+        if rang {
             // Rung: the job ended or paused. A plain read answers; no transaction needed.
             view = store.peek(conn, instance, id)?;
             continue;
@@ -136,6 +142,13 @@ fn wait_with_liveness(
             last_settle = Instant::now();
         }
     }
+}
+
+/// Sleeps `nap` without a doorbell; a signal ends the sleep early. Never reports a ring.
+fn nap_interruptibly(nap: Duration) -> bool {
+    let ms = u16::try_from(nap.as_millis()).unwrap_or(u16::MAX);
+    let _ = nix::poll::poll(&mut [], nix::poll::PollTimeout::from(ms));
+    false
 }
 
 /// [`JobStore::create_or_attach`], except that a running job with a pending cancel is not
@@ -386,6 +399,32 @@ mod tests {
             Claim::Created(v) => assert_ne!(v.record.job_id, id),
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn a_waiter_without_a_doorbell_still_sees_the_end() {
+        let f = Fixture::new();
+        let job = create(&f, ProcessIdentity::current().unwrap(), &["no-bell"]);
+        let id = job.record.job_id.clone();
+        // A file where `waiters/` should be: no doorbell can be made (even by root).
+        std::fs::write(job.dir.join(crate::runtime::doorbell::WAITERS_DIR), b"").unwrap();
+        assert!(JobWatcher::new(&job.dir).is_err());
+        let out = std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(Duration::from_millis(200));
+                let outcome = JobOutcome::finished(0, serde_json::json!({"ok": true}));
+                f.store.finish(&f.conn(), "default", &id, &outcome).unwrap();
+            });
+            wait_for_job(
+                &f.store,
+                &f.conn(),
+                "default",
+                &id,
+                Some(Instant::now() + Duration::from_secs(20)),
+            )
+            .unwrap()
+        });
+        assert!(matches!(out, WaitOutcome::Ended(_)), "{out:?}");
     }
 
     #[test]
