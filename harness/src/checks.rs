@@ -259,6 +259,16 @@ pub fn check_one(expect: &Expect, obs: &Observation, resolve: &dyn Resolve) -> V
     if expect.progress_monotonic == Some(true) {
         findings.extend(progress_findings(resolve.history()));
     }
+    if expect.no_prose == Some(true) {
+        match &obs.json {
+            Ok(_) | Err(StdoutProblem::Empty) => {}
+            Err(_) => findings.push(
+                Finding::new("prose", "stdout holds text that is not one JSON document")
+                    .expected("nothing on stdout, or one JSON document (prose belongs on stderr)")
+                    .actual(obs.record.stdout.text.chars().take(300).collect::<String>()),
+            ),
+        }
+    }
     findings
         .into_iter()
         .map(|f| if f.step.is_some() { f } else { f.at_step(step.clone()) })

@@ -194,6 +194,7 @@
 //! | `same`               | these pointers have one value across all responses of the step (copies, hops) | `same-value` |
 //! | `differs_from`       | `[{ step, pointer }]`: the string differs from that step's in ≥ 8 positions (random ids, not counters) | `unlike` |
 //! | `no_ansi`            | these streams (`stdout`, `stderr`) hold no ANSI escape       | `ansi` |
+//! | `no_prose`           | stdout is empty or one JSON document (help and prose go to stderr) | `prose` |
 //! | `warnings`           | each code is the `code` of a `warnings` entry in at least one response of the step | `warning` |
 //! | `manifest_rules`     | the manifest keeps these registration rules: `detach-or-resume`, `incomplete-entry`, `incomplete-entry-shape`, `not-async-or-streaming`, `resumable-writer-has-key`, `budget-flag-only-when-interruptible` | `manifest-rule` |
 //!

@@ -467,6 +467,9 @@ pub struct Expect {
     /// These streams (`stdout`, `stderr`) hold no ANSI escape sequence.
     #[serde(default)]
     pub no_ansi: Vec<Stream>,
+    /// stdout holds no prose: it is empty or one JSON document.
+    #[serde(default)]
+    pub no_prose: Option<bool>,
     /// Each of these warning codes is the `code` of an entry of `warnings` in at least one
     /// response of the step (a copy, a hop).
     #[serde(default)]

@@ -150,6 +150,7 @@ catalogue! {
     no_color_is_honoured => "no-color-is-honoured",
     read_probes_end_with_stdin_closed => "read-probes-end-with-stdin-closed",
     read_probes_end_with_stdin_open => "read-probes-end-with-stdin-open",
+    help_keeps_stdout_clean => "help-keeps-stdout-clean",
     budget_flag_beats_env => "budget-flag-beats-env",
     budget_flag_exits_14_within_budget => "budget-flag-exits-14-within-budget",
     budget_zero_runs_to_the_end => "budget-zero-runs-to-the-end",

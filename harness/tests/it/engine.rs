@@ -115,7 +115,17 @@ fn calibration_runs_once_per_role_even_in_parallel() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("calls.log");
     let profile = fake_profile(dir.path(), &format!(", FAKETOOL_LOG = \"{}\"", log.display()));
-    let (code, _) = run_json(&["--only", "resume_reader", "-j", "3"], Some(&profile));
+    // Three scenarios of the role that never run `--budget 0` themselves, so every such call
+    // in the log is a calibration.
+    let only = [
+        "--only",
+        "paused-continue-is-the-original-invocation",
+        "--only",
+        "progress-never-decreases",
+        "--only",
+        "resume-only-pauses-within-budget",
+    ];
+    let (code, _) = run_json(&[&only[..], &["-j", "3"]].concat(), Some(&profile));
     assert_eq!(code, 0);
     let calls = std::fs::read_to_string(&log).unwrap();
     let calibrations = calls.lines().filter(|l| l.ends_with("--budget\t0")).count();
@@ -271,7 +281,9 @@ fn predictable_job_ids_are_caught() {
     )
     .unwrap();
     let (code, report) = run_json(&["--only", "job-ids-are-not-guessable"], Some(&path));
-    assert_eq!(code, 80, "{report:#}");
+    // The check is advisory (`should`): it fails the scenario, not the run.
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(status_of(&report, "job-ids-are-not-guessable"), "fail", "{report:#}");
     assert_eq!(findings_of(&report, "job-ids-are-not-guessable"), ["unlike"]);
 }
 

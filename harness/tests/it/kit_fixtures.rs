@@ -3,11 +3,11 @@
 //! and the fixture without a fault must pass every kit scenario, so a kit scenario that stops
 //! looking (or starts failing honest tools) is caught here.
 //!
-//! Three faults have no scenario that sees them yet; their fixtures are proved real here, and
-//! the conform side waits (`#[ignore]`, or a branch on `conform list`): `dry-run-acts` (a
-//! preview that deletes: no scenario looks at side effects), `help-on-stdout` (REQ-F-048: no
-//! scenario runs `--help`) and `refuses-with-4` (the refusal scenario takes any non-zero exit,
-//! where REQ-O-021 and the spec kit want ARG_ERROR 2).
+//! One fault has no scenario that sees it yet; its fixture is proved real here, and the
+//! conform side waits (`#[ignore]`): `dry-run-acts` (a preview that deletes: no scenario looks
+//! at side effects). `help-on-stdout` is caught by `help-keeps-stdout-clean` (REQ-F-048) and
+//! `refuses-with-4` by `destructive-refuses-unconfirmed`, which asks for ARG_ERROR 2 as
+//! REQ-O-021 and the spec kit do.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -25,6 +25,7 @@ const KIT_SCENARIOS: &[&str] = &[
     "invalid-probes-are-arg-errors",
     "dry-run-previews",
     "destructive-refuses-unconfirmed",
+    "help-keeps-stdout-clean",
 ];
 
 fn kit_dir() -> PathBuf {
@@ -154,7 +155,7 @@ fn help_on_stdout_is_a_real_fault_and_fails_its_scenario_once_there_is_one() {
         .filter(|s| s["requirement"] == "REQ-F-048")
         .filter_map(|s| s["id"].as_str())
         .collect();
-    // REQ-F-048 has no scenario yet (reported); when one lands it must fail this fixture.
+    assert!(!help_scenarios.is_empty(), "REQ-F-048 has no scenario");
     for id in help_scenarios {
         let (_, report) = run_kit("help-on-stdout", &["--only", id]);
         assert_eq!(status_of(&report, id), "fail", "{id}: {report:#}");
@@ -174,8 +175,6 @@ fn refuses_with_4_refuses_without_acting_but_not_with_arg_error() {
 }
 
 #[test]
-#[ignore = "destructive-refuses-unconfirmed accepts any non-zero exit; REQ-O-021 and the spec \
-            kit want ARG_ERROR 2 (reported); un-ignore when the scenario asks for it"]
 fn a_refusal_with_another_exit_than_2_fails_the_kit_scenario() {
     let (exit, report) = run_kit("refuses-with-4", &["--only", "destructive-refuses-unconfirmed"]);
     assert_eq!(exit, 80, "{report:#}");

@@ -141,6 +141,7 @@ fn the_catalogue_uses_every_step_and_check_kind() {
         "progress_monotonic",
         "matches_calibrated",
         "warnings",
+        "no_prose",
         "same_response_as",
         "same",
         "manifest_rules",
