@@ -358,27 +358,32 @@ fn json_checks(
         }
     }
     if let Some(other) = &expect.same_response_as {
-        match resolve.last_of(other).map(|o| (o.response(), &o.sandbox_root)) {
-            Some((Some(theirs), root)) => {
-                let want = core(&Redactor::new().with_sandbox_root(root).redact(theirs));
-                let got =
-                    core(&Redactor::new().with_sandbox_root(&obs.sandbox_root).redact(response));
-                if want != got {
-                    findings.push(
-                        Finding::new(
-                            "same-response",
-                            format!("the response differs from step `{other}`'s"),
-                        )
-                        .expected(pretty(&want))
-                        .actual(pretty(&got)),
-                    );
-                }
-            }
-            _ => findings.push(Finding::new(
-                "same-response",
-                format!("step `{other}` has no JSON response to compare with"),
-            )),
+        findings.extend(same_response(obs, response, other, resolve.last_of(other)));
+    }
+}
+
+/// `same_response_as`: after redaction, `response` (of `obs`) equals the response of `theirs`,
+/// an observation of step `other`.
+pub fn same_response(
+    obs: &Observation,
+    response: &Value,
+    other: &str,
+    theirs: Option<&Observation>,
+) -> Option<Finding> {
+    match theirs.map(|o| (o.response(), &o.sandbox_root)) {
+        Some((Some(theirs), root)) => {
+            let want = core(&Redactor::new().with_sandbox_root(root).redact(theirs));
+            let got = core(&Redactor::new().with_sandbox_root(&obs.sandbox_root).redact(response));
+            (want != got).then(|| {
+                Finding::new("same-response", format!("the response differs from step `{other}`'s"))
+                    .expected(pretty(&want))
+                    .actual(pretty(&got))
+            })
         }
+        _ => Some(Finding::new(
+            "same-response",
+            format!("step `{other}` has no JSON response to compare with"),
+        )),
     }
 }
 

@@ -189,7 +189,7 @@
 //! | `pipes_released`     | stdout and stderr hit end-of-file within 1 s of the exit     | `pipes-released` |
 //! | `progress_monotonic` | `data.progress.done` never decreases across the scenario's responses, per `data.job_id` | `progress-monotonic` |
 //! | `matches_calibrated` | after redaction, `ok`, `data`, `error` and the exit code equal the role's `--budget 0` response | `calibrated-equality` |
-//! | `same_response_as`   | the same, against an earlier step's last response           | `same-response` |
+//! | `same_response_as`   | the same, against an earlier step's last response (a step of several probes or copies: each against the one of the same rank, when that step has as many) | `same-response` |
 //! | `continues_verbatim` | `data.continue_command`, split into words by `sh`, is the very invocation (an `--idempotency-key <k>` added at most) | `continue-command` |
 //! | `same`               | these pointers have one value across all responses of the step (copies, hops) | `same-value` |
 //! | `differs_from`       | `[{ step, pointer }]`: the string differs from that step's in ≥ 8 positions (random ids, not counters) | `unlike` |

@@ -348,6 +348,7 @@ impl Engine {
             calibration,
             observations: Vec::new(),
             last: BTreeMap::new(),
+            step_observations: BTreeMap::new(),
             step_env: BTreeMap::new(),
             step_role: BTreeMap::new(),
             current_role: None,
@@ -468,6 +469,8 @@ struct ScenarioState<'e> {
     observations: Vec<Observation>,
     /// Index in `observations` of each step's last observation.
     last: BTreeMap<String, usize>,
+    /// Indices in `observations` of every observation of each step, in order.
+    step_observations: BTreeMap<String, Vec<usize>>,
     /// The environment each run/continue step ran with (a continuation inherits it).
     step_env: BTreeMap<String, BTreeMap<OsString, OsString>>,
     /// The role each step ran (a continuation's is its origin's).
@@ -574,6 +577,7 @@ impl ScenarioState<'_> {
         });
         let i = self.observations.len() - 1;
         self.last.insert(step.to_owned(), i);
+        self.step_observations.entry(step.to_owned()).or_default().push(i);
         i
     }
 
@@ -799,8 +803,31 @@ impl ScenarioState<'_> {
 
     fn judge(&self, step: &str, expect: &Expect, indices: &[usize]) -> Vec<Finding> {
         let mut findings = Vec::new();
-        for &i in indices {
-            findings.extend(checks::check_one(expect, &self.observations[i], self));
+        // A step of several probes or copies compared with a step of as many: each with the
+        // one of the same rank (the same probe), not all with that step's last.
+        let paired = expect.same_response_as.as_ref().and_then(|other| {
+            let theirs = self.step_observations.get(other)?;
+            (indices.len() > 1 && theirs.len() == indices.len()).then_some((other, theirs))
+        });
+        let unpaired;
+        let expect_one = match paired {
+            Some(_) => {
+                unpaired = Expect { same_response_as: None, ..expect.clone() };
+                &unpaired
+            }
+            None => expect,
+        };
+        for (rank, &i) in indices.iter().enumerate() {
+            let obs = &self.observations[i];
+            findings.extend(checks::check_one(expect_one, obs, self));
+            if let Some((other, theirs)) = paired {
+                let theirs = theirs.get(rank).and_then(|&t| self.observations.get(t));
+                let finding = match obs.response() {
+                    Some(response) => checks::same_response(obs, response, other, theirs),
+                    None => Some(Finding::new("same-response", "no JSON response to compare")),
+                };
+                findings.extend(finding.map(|f| f.at_step(obs.record.name.clone())));
+            }
         }
         let all: Vec<&Observation> = indices.iter().map(|&i| &self.observations[i]).collect();
         findings.extend(checks::check_all(expect, step, &all));

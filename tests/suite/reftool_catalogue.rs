@@ -19,6 +19,7 @@ use serde_json::Value;
 /// reftool has no destructive command, so its profile names no kit `destructive` probe.
 const SKIPPED: &[(&str, &str)] = &[
     ("dry-run-previews", "profile names no kit `destructive` probes"),
+    ("dry-run-changes-nothing", "profile names no kit `destructive` probes"),
     ("destructive-refuses-unconfirmed", "profile names no kit `destructive` probes"),
 ];
 
@@ -127,6 +128,7 @@ macro_rules! catalogue {
 }
 
 catalogue! {
+    dry_run_changes_nothing => "dry-run-changes-nothing",
     dry_run_previews => "dry-run-previews",
     destructive_refuses_unconfirmed => "destructive-refuses-unconfirmed",
     repeat_with_key_is_a_noop => "repeat-with-key-is-a-noop",
