@@ -155,6 +155,24 @@ mutants! {
     /// `version` reads stdin to its end when it is not a terminal, so an open silent pipe
     /// hangs it.
     ReadProbesWaitForStdin = "read-probes-wait-for-stdin",
+    /// `job cancel` leaves the job's checkpoint, so the identical invocation resumes the
+    /// cancelled work (it starts from the beginning).
+    CancelKeepsCheckpoint = "cancel-keeps-checkpoint",
+    /// A checkpoint whose input fingerprint no longer matches is restored anyway (a changed
+    /// input discards it).
+    ChangedInputKeepsCheckpoint = "changed-input-keeps-checkpoint",
+    /// `digest` keeps its last checkpoint after completing, so the identical invocation
+    /// finishes at once from it (completed work starts fresh).
+    CompletedCheckpointKept = "completed-checkpoint-kept",
+    /// `--help` goes to stdout even when stdout is not a terminal.
+    HelpOnStdout = "help-on-stdout",
+    /// `job wait`'s INCOMPLETE reports `progress.done` 0 (fresh progress, never behind).
+    JobWaitStaleProgress = "job-wait-stale-progress",
+    /// Progress is published only when the work pauses or ends, never while it runs.
+    ProgressNotPublished = "progress-not-published",
+    /// A cancel of an ended job (still answered 4 JOB_ENDED) cancels the running job of the
+    /// same invocation.
+    RejectedCancelStillFires = "rejected-cancel-still-fires",
     /// `version` fails when stdin is empty, e.g. `/dev/null` (a read command needs no input).
     ReadProbesNeedInput = "read-probes-need-input",
 }
@@ -286,6 +304,27 @@ pub fn foreign_instance(conn: &rusqlite::Connection, job_id: &str) -> Option<Str
 /// front process is not blocked too.
 pub fn dead_worker_looks_alive() -> bool {
     active(Mutant::DeadWorkerLooksAlive) && std::env::args_os().nth(1).is_some_and(|a| a == "job")
+}
+
+/// For [`Mutant::RejectedCancelStillFires`]: the active job of the same invocation identity,
+/// which the rejected cancel then cancels; `None` when the mutant is off.
+pub fn rejected_cancel_target(
+    conn: &rusqlite::Connection,
+    instance: &str,
+    identity: &str,
+) -> Option<crate::runtime::ids::JobId> {
+    if !active(Mutant::RejectedCancelStillFires) {
+        return None;
+    }
+    let id: String = conn
+        .query_row(
+            "SELECT job_id FROM reftool_jobs WHERE instance = ?1 AND identity = ?2
+             AND status IN ('running', 'paused')",
+            [instance, identity],
+            |r| r.get(0),
+        )
+        .ok()?;
+    crate::runtime::ids::JobId::parse(&id).ok()
 }
 
 /// For [`Mutant::StaleCancelMarker`]: the marker file of an invocation identity.

@@ -120,6 +120,8 @@ fn work(ctx: &mut Ctx, job: &mut JobContext<'_>) -> Result<Value, Failure> {
             safe_point(job.checkpoint(&checkpoints, &state, offset))?;
         }
     }
-    let _ = checkpoints.remove();
+    if !crate::mutants::active(crate::mutants::Mutant::CompletedCheckpointKept) {
+        let _ = checkpoints.remove();
+    }
     Ok(json!({"file": file, "bytes": offset, "sha256": hex(&hasher.finalize())}))
 }

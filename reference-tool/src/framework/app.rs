@@ -160,7 +160,9 @@ impl App {
             Ok(parsed) => parsed,
             Err(Early::Help(text)) => {
                 // Help is for a person; off stdout unless stdout is a terminal.
-                return if modes.stdout_is_terminal {
+                return if modes.stdout_is_terminal
+                    || crate::mutants::active(crate::mutants::Mutant::HelpOnStdout)
+                {
                     Finished { stdout: text.into_bytes(), stderr: String::new(), exit: 0 }
                 } else {
                     Finished { stdout: Vec::new(), stderr: text, exit: 0 }

@@ -870,6 +870,12 @@ fn job_wait(app: &App, call: &Call<'_>) -> Result<Response, Failure> {
         {
             response.data = Value::Null;
         }
+        if crate::mutants::active(crate::mutants::Mutant::JobWaitStaleProgress)
+            && response.exit == Exit::INCOMPLETE
+            && let Some(done) = response.data.pointer_mut("/progress/done")
+        {
+            *done = json!(0);
+        }
         response
     })
 }
@@ -915,10 +921,19 @@ fn job_cancel(app: &App, call: &Call<'_>) -> Result<Response, Failure> {
         ));
     }
     let requested = store.request_cancel(jobs.conn(), instance, &id);
-    if let Err(JobError::JobEnded { .. }) = &requested
-        && let Ok(view) = store.get(jobs.conn(), instance, &id)
-    {
-        crate::mutants::leave_stale_cancel(store.state_dir(), view.record.identity.as_str());
+    let ended_identity = match &requested {
+        Err(JobError::JobEnded { .. }) => {
+            store.get(jobs.conn(), instance, &id).ok().map(|v| v.record.identity.0.clone())
+        }
+        _ => None,
+    };
+    if let Some(identity) = ended_identity {
+        crate::mutants::leave_stale_cancel(store.state_dir(), &identity);
+        if let Some(other) =
+            crate::mutants::rejected_cancel_target(jobs.conn(), instance, &identity)
+        {
+            let _ = store.request_cancel(jobs.conn(), instance, &other);
+        }
     }
     let state = match requested.map_err(job_failure)? {
         CancelOutcome::Cancelled => "cancelled",

@@ -613,7 +613,9 @@ impl JobStore {
         // The outcome file is what a waiter answers from: wake them now, not at the commit.
         super::doorbell::ring(&dir);
         self.set_ended(tx, id, outcome)?;
-        if outcome.status == JobStatus::Cancelled {
+        if outcome.status == JobStatus::Cancelled
+            && !crate::mutants::active(crate::mutants::Mutant::CancelKeepsCheckpoint)
+        {
             if let Ok(Some(record)) = read_json::<JobRecord>(&dir.join(JOB_FILE)) {
                 let _ = std::fs::remove_file(self.checkpoint_path(instance, &record.identity));
             }
