@@ -25,12 +25,7 @@ const SKIPPED: &[(&str, &str)] = &[
 
 /// Scenarios reftool is known to fail, each with the finding conform must report and why.
 /// The case asserts the failure, so a fix shows up as a test to update: remove the entry then.
-const KNOWN_FAILURES: &[(&str, &str, &str)] = &[(
-    "changed-input-discards-checkpoint",
-    "warning",
-    "reftool's digest resumes a paused job after its input changed: no CHECKPOINT_DISCARDED \
-     warning, and the job's progress stays at the old checkpoint's",
-)];
+const KNOWN_FAILURES: &[(&str, &str, &str)] = &[];
 
 /// Variables of the caller's environment that would change what conform or reftool does.
 const CALLER_ENV: &[&str] = &[
