@@ -726,13 +726,18 @@ fn run_inline(
                 }
             }
             let view = store.get(conn, &instance, &id).map_err(job_failure)?;
-            if reason == StopReason::Terminated {
+            let mut response = if reason == StopReason::Terminated {
                 // Paused on SIGTERM, not at the budget: the message must not claim otherwise.
                 let paused =
                     Answering { app: answering.app, tool: answering.tool.clone(), budget_ms: None };
-                return Ok(paused.answer(&view));
-            }
-            Ok(answering.answer(&view))
+                paused.answer(&view)
+            } else {
+                answering.answer(&view)
+            };
+            // What the work warned of before it stopped (a discarded checkpoint, say) belongs
+            // to this answer too: the caller would otherwise never learn it started over.
+            response.warnings.extend(ctx.take_warnings());
+            Ok(response)
         }
         result => {
             let warnings = ctx.take_warnings();
