@@ -279,3 +279,33 @@ fn a_paused_writer_continues_with_its_key_and_commits_no_row_twice() {
         .unwrap();
     assert_eq!((count, distinct, max), (3000, 3000, 3000));
 }
+
+#[test]
+fn a_continuation_that_finds_its_input_changed_says_so_even_when_it_pauses_again() {
+    let sandbox = digest_sandbox();
+    let first = paced(&sandbox, &["digest", "big.txt", "--budget", "500ms"], &[]);
+    assert_incomplete(&first, "paused");
+    let path = sandbox.path().join("big.txt");
+    let mut text = std::fs::read_to_string(&path).unwrap();
+    text.push_str("one more line\n");
+    std::fs::write(&path, text).unwrap();
+
+    let changed = paced(&sandbox, &["digest", "big.txt", "--budget", "300ms"], &[]);
+    assert_incomplete(&changed, "paused");
+    let codes: Vec<&str> = changed.json["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|w| w["code"].as_str())
+        .collect();
+    assert!(codes.contains(&"CHECKPOINT_DISCARDED"), "warnings: {codes:?}");
+    let hops = continue_loop(&sandbox, &changed, &[]);
+    let last = hops.last().unwrap();
+    assert_eq!(last.exit, 0, "{}", last.stdout);
+    let expected = {
+        use sha2::Digest;
+        let bytes = std::fs::read(&path).unwrap();
+        sha2::Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect::<String>()
+    };
+    assert_eq!(last.json["data"]["sha256"], expected.as_str());
+}
