@@ -173,6 +173,10 @@ mutants! {
     /// A cancel of an ended job (still answered 4 JOB_ENDED) cancels the running job of the
     /// same invocation.
     RejectedCancelStillFires = "rejected-cancel-still-fires",
+    /// `drop-table --dry-run` ignores the flag and goes on as a real call (a dry run previews).
+    DryRunIgnored = "dry-run-ignored",
+    /// `drop-table` drops without confirmation (an unconfirmed destructive call refuses).
+    UnconfirmedDrops = "unconfirmed-drops",
     /// `version` fails when stdin is empty, e.g. `/dev/null` (a read command needs no input).
     ReadProbesNeedInput = "read-probes-need-input",
 }

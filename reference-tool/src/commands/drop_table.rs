@@ -207,7 +207,7 @@ fn run(ctx: &mut Ctx) -> Result<Value, Failure> {
         }
     };
     let would_delete = json!({"db": shown, "table": table, "rows": rows});
-    if dry_run {
+    if dry_run && !crate::mutants::active(crate::mutants::Mutant::DryRunIgnored) {
         return Ok(json!({
             "effect": "noop",
             "dry_run": true,
@@ -218,6 +218,7 @@ fn run(ctx: &mut Ctx) -> Result<Value, Failure> {
     }
     let confirmed = ctx.args.switch(CONFIRM_FLAG)
         || ctx.args.switch(YES_FLAG)
+        || crate::mutants::active(crate::mutants::Mutant::UnconfirmedDrops)
         || confirmed_at_terminal(ctx, &table, rows, &shown);
     if !confirmed {
         return Err(Failure::arg(
