@@ -90,12 +90,24 @@
 //! [kit]                               # the spec kit's probes
 //! read = [["version"]]
 //! invalid = [["analyze", "--no-such-flag"]]
-//! destructive = [{ argv = ["purge", "all"], dry_run_flag = "--dry-run" }]
+//! setup = ["mkdir -p cache"]          # before each scenario that runs kit probes
+//!
+//! [[kit.destructive]]
+//! argv = ["purge", "--db", "shop.db"]
+//! dry_run_flag = "--dry-run"
+//! setup = ['"$CONFORM_TOOL" migrate --db shop.db']   # makes what the probe would destroy
+//! fixtures = ["fixtures/seed.csv"]
 //! ```
 //!
+//! Kit probes run in a scenario's sandbox like roles: `[kit]`'s `fixtures` and `setup` prepare
+//! it for any scenario that runs a kit probe, then each destructive probe's own `fixtures` and
+//! `setup` for a scenario that runs destructive probes. Every setup command (of roles and
+//! probes) finds the tool's absolute path in `CONFORM_TOOL`.
+//!
 //! Every key is checked ([`profile`]): an unknown key or role, an empty argv, a missing
-//! fixture, a destructive probe that confirms itself is an `ARG_ERROR` with file, line and
-//! column. `schemas/profile.json` describes the same format as a JSON Schema.
+//! fixture, a blank setup line, a probe that confirms itself (`--yes`, `--force`, `--confirm`,
+//! `--confirm-destructive`, and in a destructive probe `-y`, `-f`: conform never confirms a
+//! destructive command) is an `ARG_ERROR` with file, line and column. `schemas/profile.json` describes the same format as a JSON Schema.
 //!
 //! A `--profile` whose name ends in `.json` is read as a profile of the spec's own
 //! conformance kit (its `schemas/conformance-profile.md`: `schema_version` "1.0", `tool`,

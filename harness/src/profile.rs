@@ -134,6 +134,14 @@ pub struct Kit {
     /// Destructive invocations that must refuse without confirmation.
     #[serde(default)]
     pub destructive: Vec<DestructiveProbe>,
+    /// Shell commands run (`sh -c`) in the sandbox's working directory before a scenario that
+    /// runs any kit probe (after the fixtures are copied).
+    #[serde(default)]
+    pub setup: Vec<String>,
+    /// Files or directories (relative to the profile) copied into the sandbox of a scenario
+    /// that runs any kit probe.
+    #[serde(default)]
+    pub fixtures: Vec<String>,
 }
 
 /// A destructive probe: run without confirmation, and with its preview flag.
@@ -144,7 +152,24 @@ pub struct DestructiveProbe {
     pub argv: Vec<String>,
     /// The flag that turns it into a preview.
     pub dry_run_flag: String,
+    /// Shell commands run (`sh -c`) in the sandbox before a scenario that runs destructive
+    /// probes (after `[kit]`'s own setup): they make what the probe would destroy.
+    #[serde(default)]
+    pub setup: Vec<String>,
+    /// Files or directories (relative to the profile) copied into the sandbox of a scenario
+    /// that runs destructive probes.
+    #[serde(default)]
+    pub fixtures: Vec<String>,
 }
+
+/// Flags that confirm a destructive command: no kit probe carries one, since conform must
+/// never confirm destruction by itself.
+pub const CONFIRMATION_FLAGS: [&str; 4] =
+    ["--yes", "--force", "--confirm", "--confirm-destructive"];
+
+/// Their short forms, refused in destructive probes only (a read probe may well mean
+/// `-f` as "follow").
+pub const SHORT_CONFIRMATION_FLAGS: [&str; 2] = ["-y", "-f"];
 
 /// A validated profile with its paths resolved.
 #[derive(Debug, Clone, Default)]
@@ -282,29 +307,7 @@ impl Profile {
                     format!("role `{name}`: `stdin` and `stdin_text` exclude each other"),
                 ));
             }
-            for fixture in &role.fixtures {
-                let p = self.fixture_path(fixture);
-                if !p.exists() {
-                    return Err((
-                        Some(fixture.clone()),
-                        format!(
-                            "role `{name}`: fixture `{fixture}` does not exist ({})",
-                            p.display()
-                        ),
-                    ));
-                }
-                if Path::new(fixture).file_name().is_none() {
-                    return Err((
-                        Some(fixture.clone()),
-                        format!("role `{name}`: fixture `{fixture}` has no file name"),
-                    ));
-                }
-            }
-            for line in &role.setup {
-                if line.trim().is_empty() {
-                    return Err((at, format!("role `{name}` has an empty setup command")));
-                }
-            }
+            self.check_preparation(&role.fixtures, &role.setup, &format!("role `{name}`"), at)?;
         }
         let kit = &self.file.kit;
         for argv in kit.read.iter().chain(&kit.invalid) {
@@ -325,18 +328,65 @@ impl Profile {
                     format!("`{}` is not a flag (like --dry-run)", probe.dry_run_flag),
                 ));
             }
-            let confirm = ["--yes", "-y", "--force", "-f", "--confirm"];
-            if let Some(bad) = probe.argv.iter().find(|a| confirm.contains(&a.as_str())) {
+            self.check_preparation(
+                &probe.fixtures,
+                &probe.setup,
+                "a destructive probe",
+                Some("destructive".into()),
+            )?;
+        }
+        let destructive = kit.destructive.iter().map(|p| (&p.argv, true));
+        let others = kit.read.iter().chain(&kit.invalid).map(|argv| (argv, false));
+        for (argv, destructive) in destructive.chain(others) {
+            if let Some(bad) = argv.iter().find(|a| is_confirmation(a, destructive)) {
                 return Err((
-                    Some("destructive".into()),
+                    Some(bad.clone()),
                     format!(
-                        "a destructive probe must not confirm itself (`{bad}`): conform never deletes on purpose"
+                        "a kit probe must not confirm itself (`{bad}`): conform never confirms a destructive command"
                     ),
                 ));
             }
         }
+        self.check_preparation(&kit.fixtures, &kit.setup, "`[kit]`", Some("kit".into()))?;
         Ok(())
     }
+
+    /// Fixtures must exist and have a file name; setup lines must not be blank. `owner` names
+    /// the role or probe in the message, `at` is the key to locate.
+    fn check_preparation(
+        &self,
+        fixtures: &[String],
+        setup: &[String],
+        owner: &str,
+        at: Option<String>,
+    ) -> Result<(), (Option<String>, String)> {
+        for fixture in fixtures {
+            let p = self.fixture_path(fixture);
+            if !p.exists() {
+                return Err((
+                    Some(fixture.clone()),
+                    format!("{owner}: fixture `{fixture}` does not exist ({})", p.display()),
+                ));
+            }
+            if Path::new(fixture).file_name().is_none() {
+                return Err((
+                    Some(fixture.clone()),
+                    format!("{owner}: fixture `{fixture}` has no file name"),
+                ));
+            }
+        }
+        if setup.iter().any(|line| line.trim().is_empty()) {
+            return Err((at, format!("{owner} has an empty setup command")));
+        }
+        Ok(())
+    }
+}
+
+/// Whether an argument confirms a destructive command (`--yes`, or `--yes=true` and the like;
+/// the short forms count in a destructive probe).
+fn is_confirmation(arg: &str, destructive: bool) -> bool {
+    let flag = arg.split_once('=').map_or(arg, |(flag, _)| flag);
+    CONFIRMATION_FLAGS.contains(&flag) || (destructive && SHORT_CONFIRMATION_FLAGS.contains(&flag))
 }
 
 fn valid_env_name(name: &str) -> bool {

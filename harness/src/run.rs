@@ -45,6 +45,10 @@ pub const DEFAULT_STEP_LIMIT: Duration = Duration::from_secs(30);
 pub const CALIBRATION_LIMIT: Duration = Duration::from_secs(600);
 /// Bound on a setup command.
 pub const SETUP_LIMIT: Duration = Duration::from_secs(120);
+
+/// The variable that gives setup commands (of roles and kit probes) the tool's path, so a
+/// setup can prepare state with the tool itself (`"$CONFORM_TOOL" migrate --db shop.db`).
+pub const TOOL_ENV: &str = "CONFORM_TOOL";
 /// The tool's exit code INCOMPLETE (CONTRACT §1): the work goes on, run `continue_command`.
 pub const INCOMPLETE: i32 = 14;
 /// Default hop limit of a continue loop.
@@ -103,7 +107,7 @@ impl Engine {
 
     fn discover(&self) -> Commands {
         // Only scenario and calibration sandboxes are worth keeping for a look.
-        let Ok(sandbox) = self.sandbox_for(&[], false) else { return Commands::default() };
+        let Ok(sandbox) = self.sandbox_for(&[], &[], false) else { return Commands::default() };
         let mut inv =
             sandbox.invocation(Program::Argv(vec![self.tool.clone().into(), "manifest".into()]));
         inv.timeout = DISCOVERY_LIMIT;
@@ -113,9 +117,14 @@ impl Engine {
         }
     }
 
-    /// A sandbox prepared for these roles: tool env, fixtures copied, setup run; `keep` keeps
-    /// its directory afterwards.
-    fn sandbox_for(&self, roles: &[&str], keep: bool) -> Result<Guarded, String> {
+    /// A sandbox prepared for these roles and kit probes: tool env, fixtures copied, setup run;
+    /// `keep` keeps its directory afterwards.
+    fn sandbox_for(
+        &self,
+        roles: &[&str],
+        probes: &[ProbeKind],
+        keep: bool,
+    ) -> Result<Guarded, String> {
         crate::interrupt::gate()?;
         let mut sandbox = Sandbox::new().map_err(|e| e.to_string())?;
         if keep {
@@ -147,6 +156,7 @@ impl Engine {
                 // Setup sees the role's environment too (e.g. a pacing knob or a database path).
                 let mut inv = sandbox.invocation(Program::Shell(line.clone()));
                 inv.timeout = SETUP_LIMIT;
+                inv.env.insert(TOOL_ENV.into(), self.tool.clone().into());
                 for (k, v) in &setup_env {
                     inv.env.insert(k.into(), v.into());
                 }
@@ -161,7 +171,51 @@ impl Engine {
                 }
             }
         }
+        self.prepare_kit(&sandbox, probes)?;
         Ok(sandbox)
+    }
+
+    /// The kit's fixtures and setup, then each destructive probe's when destructive probes run.
+    fn prepare_kit(&self, sandbox: &Guarded, probes: &[ProbeKind]) -> Result<(), String> {
+        if probes.is_empty() {
+            return Ok(());
+        }
+        let kit = &self.profile.file.kit;
+        let mut parts = vec![("`[kit]`".to_owned(), &kit.fixtures, &kit.setup)];
+        if probes
+            .iter()
+            .any(|k| matches!(k, ProbeKind::Destructive | ProbeKind::DestructivePreview))
+        {
+            for (n, probe) in kit.destructive.iter().enumerate() {
+                parts.push((format!("destructive probe {}", n + 1), &probe.fixtures, &probe.setup));
+            }
+        }
+        for (owner, fixtures, _) in &parts {
+            for fixture in fixtures.iter() {
+                let source = self.profile.fixture_path(fixture);
+                let dest = Path::new(fixture).file_name().map(PathBuf::from).unwrap_or_default();
+                sandbox
+                    .copy_in(&source, &dest)
+                    .map_err(|e| format!("{owner}: fixture `{fixture}`: {e}"))?;
+            }
+        }
+        for (owner, _, setup) in &parts {
+            for line in setup.iter() {
+                let mut inv = sandbox.invocation(Program::Shell(line.clone()));
+                inv.timeout = SETUP_LIMIT;
+                inv.env.insert(TOOL_ENV.into(), self.tool.clone().into());
+                crate::interrupt::gate()?;
+                let outcome = exec::run(&inv).map_err(|e| format!("{owner} setup: {e}"))?;
+                if outcome.termination != Termination::Exited(0) {
+                    return Err(format!(
+                        "{owner}: setup command `{line}` failed ({:?}): {}",
+                        outcome.termination,
+                        String::from_utf8_lossy(&outcome.stderr.bytes).trim()
+                    ));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The calibration of a role (computed once per run).
@@ -171,7 +225,7 @@ impl Engine {
 
     fn measure(&self, role_name: &str) -> Result<Calibration, String> {
         let role = self.profile.role(role_name).ok_or_else(|| format!("no role `{role_name}`"))?;
-        let sandbox = self.sandbox_for(&[role_name], self.keep_sandboxes)?;
+        let sandbox = self.sandbox_for(&[role_name], &[], self.keep_sandboxes)?;
         let mut argv = vec![self.tool.display().to_string()];
         argv.extend(role.argv.iter().cloned());
         // A role whose command declares no interruption has no --budget flag (CONTRACT §2):
@@ -312,7 +366,7 @@ impl Engine {
             None
         };
         let roles: Vec<&str> = scenario.roles.iter().map(String::as_str).collect();
-        let sandbox = match self.sandbox_for(&roles, self.keep_sandboxes) {
+        let sandbox = match self.sandbox_for(&roles, &scenario.probe_kinds(), self.keep_sandboxes) {
             Ok(s) => s,
             Err(e) => {
                 result.status =

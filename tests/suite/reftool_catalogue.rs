@@ -16,12 +16,8 @@ use conform_workspace::{workspace_bin, workspace_root};
 use serde_json::Value;
 
 /// Scenarios that reftool's profile cannot run, with the skip reason conform must give.
-/// reftool has no destructive command, so its profile names no kit `destructive` probe.
-const SKIPPED: &[(&str, &str)] = &[
-    ("dry-run-previews", "profile names no kit `destructive` probes"),
-    ("dry-run-changes-nothing", "profile names no kit `destructive` probes"),
-    ("destructive-refuses-unconfirmed", "profile names no kit `destructive` probes"),
-];
+/// None: its destructive probe (`drop-table`) gets its database from the probe's setup.
+const SKIPPED: &[(&str, &str)] = &[];
 
 /// Scenarios reftool is known to fail, each with the finding conform must report and why.
 /// The case asserts the failure, so a fix shows up as a test to update: remove the entry then.

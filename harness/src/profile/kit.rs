@@ -108,6 +108,7 @@ impl KitProfile {
                 (KitProbeKind::Destructive, Some(flag)) => kit.destructive.push(DestructiveProbe {
                     argv: probe.argv.clone(),
                     dry_run_flag: flag.clone(),
+                    ..DestructiveProbe::default()
                 }),
                 (KitProbeKind::Destructive, None) => {
                     return Err((

@@ -26,12 +26,20 @@ stdin = "closed"
 [kit]
 read = [["version"]]
 invalid = [["analyze", "--no-such-flag"]]
-destructive = [{ argv = ["drop", "all"], dry_run_flag = "--dry-run" }]
+setup = ["mkdir -p state"]
+fixtures = ["data.csv"]
+
+[[kit.destructive]]
+argv = ["drop", "all"]
+dry_run_flag = "--dry-run"
+setup = ["touch all.db"]
+fixtures = ["probe.csv"]
 "#;
 
 fn in_dir(text: &str) -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("data.csv"), "a,b\n1,2\n").unwrap();
+    std::fs::write(dir.path().join("probe.csv"), "a\n1\n").unwrap();
     let path = dir.path().join("conform.toml");
     std::fs::write(&path, text).unwrap();
     (dir, path)
@@ -59,8 +67,36 @@ fn a_good_profile_loads_and_validates() {
 #[case::stdin_twice("stdin = \"closed\"", "stdin = \"closed\"\nstdin_text = \"x\"", Some(11), true)]
 #[case::bad_stdin("stdin = \"closed\"", "stdin = \"maybe\"", Some(14), true)]
 #[case::bad_env_name("PACE = \"10\"", "\"BAD NAME\" = \"10\"", Some(3), true)]
-#[case::confirming_probe("[\"drop\", \"all\"]", "[\"drop\", \"all\", \"--yes\"]", Some(19), false)]
-#[case::probe_without_preview(", dry_run_flag = \"--dry-run\"", "", Some(19), true)]
+#[case::confirming_probe("[\"drop\", \"all\"]", "[\"drop\", \"all\", \"--yes\"]", Some(23), true)]
+#[case::short_confirming_probe(
+    "[\"drop\", \"all\"]",
+    "[\"drop\", \"all\", \"-y\"]",
+    Some(23),
+    true
+)]
+#[case::confirm_destructive(
+    "[\"drop\", \"all\"]",
+    "[\"drop\", \"all\", \"--confirm-destructive\"]",
+    Some(23),
+    true
+)]
+#[case::confirm_with_value(
+    "[\"drop\", \"all\"]",
+    "[\"drop\", \"all\", \"--force=true\"]",
+    Some(23),
+    true
+)]
+#[case::confirming_invalid_probe("\"--no-such-flag\"", "\"--yes\"", Some(18), true)]
+#[case::probe_without_preview("dry_run_flag = \"--dry-run\"", "", Some(22), true)]
+#[case::missing_probe_fixture("\"probe.csv\"", "\"nope.csv\"", Some(26), false)]
+#[case::blank_probe_setup("\"touch all.db\"", "\" \"", Some(22), false)]
+#[case::missing_kit_fixture(
+    "fixtures = [\"data.csv\"]\n\n[[",
+    "fixtures = [\"gone.csv\"]\n\n[[",
+    Some(20),
+    false
+)]
+#[case::blank_kit_setup("\"mkdir -p state\"", "\"\"", Some(16), true)]
 fn a_bad_profile_is_refused_with_its_place(
     #[case] from: &str,
     #[case] to: &str,
@@ -198,6 +234,11 @@ fn conform_runs_the_kit_checks_from_a_kit_profile() {
 #[case::unknown_kind(r#""kind": "read" }"#, r#""kind": "mutating" }"#, "kit profile")]
 #[case::unknown_key(r#""tool": "faketool","#, r#""tool": "faketool", "tools": 1,"#, "kit profile")]
 #[case::confirming_probe(r#""argv": ["wipe"]"#, r#""argv": ["wipe", "--yes"]"#, "confirm")]
+#[case::confirm_destructive(
+    r#""argv": ["wipe"]"#,
+    r#""argv": ["wipe", "--confirm-destructive"]"#,
+    "confirm"
+)]
 fn a_broken_kit_profile_is_an_arg_error(#[case] from: &str, #[case] to: &str, #[case] says: &str) {
     assert!(KIT_PROFILE.contains(from), "{from}");
     let (dir, path) = kit_in_dir(&KIT_PROFILE.replacen(from, to, 1));
@@ -212,4 +253,81 @@ fn a_broken_kit_profile_is_an_arg_error(#[case] from: &str, #[case] to: &str, #[
         .output()
         .unwrap();
     assert_eq!(code(&out), 2, "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// A profile whose kit setup leaves a trace in `log` (outside the sandboxes): `[kit]`'s line,
+/// then the destructive probe's line with the tool's path, and a fixture it checks for.
+fn kit_setup_profile(dir: &Path, probe_setup: &str) -> std::path::PathBuf {
+    std::fs::write(dir.join("seed.txt"), "seed\n").unwrap();
+    let log = dir.join("setup.log");
+    let text = format!(
+        r#"
+[kit]
+read = [["greet"]]
+setup = ["echo kit >> '{log}'"]
+
+[[kit.destructive]]
+argv = ["wipe"]
+dry_run_flag = "--dry-run"
+fixtures = ["seed.txt"]
+setup = ['test -f seed.txt && echo "probe $CONFORM_TOOL" >> "{log}"', {probe_setup:?}]
+"#,
+        log = log.display()
+    );
+    let path = dir.join("conform.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn run_only(dir: &Path, profile: &Path, id: &str) -> serde_json::Value {
+    let out = conform()
+        .current_dir(dir)
+        .arg("run")
+        .arg(crate::support::faketool())
+        .arg("--profile")
+        .arg(profile)
+        .args(["--only", id, "--format", "json"])
+        .output()
+        .unwrap();
+    stdout_json(&out)
+}
+
+#[test]
+fn kit_setup_prepares_the_sandbox_of_scenarios_that_run_probes() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = kit_setup_profile(dir.path(), "true");
+    let log = dir.path().join("setup.log");
+    // A read-probe scenario gets the kit's setup only.
+    let report = run_only(dir.path(), &profile, "read-probes-end-with-stdin-closed");
+    assert_eq!(crate::support::status_of(&report, "read-probes-end-with-stdin-closed"), "pass");
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "kit\n");
+    // A destructive-probe scenario gets the kit's, then the probe's (its fixture copied first,
+    // the tool's absolute path in CONFORM_TOOL).
+    let report = run_only(dir.path(), &profile, "dry-run-previews");
+    assert_eq!(crate::support::status_of(&report, "dry-run-previews"), "pass", "{report:#}");
+    let tool = std::fs::canonicalize(crate::support::faketool()).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap(),
+        format!("kit\nkit\nprobe {}\n", tool.display())
+    );
+}
+
+#[test]
+fn a_failing_kit_setup_is_an_error_of_the_scenario_not_a_verdict_on_the_tool() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = kit_setup_profile(dir.path(), "exit 3");
+    let report = run_only(dir.path(), &profile, "dry-run-previews");
+    assert_eq!(crate::support::status_of(&report, "dry-run-previews"), "error", "{report:#}");
+    let scenario = &report["data"]["scenarios"][0];
+    let message = scenario["message"].as_str().unwrap_or_default();
+    assert!(message.contains("destructive probe 1") && message.contains("exit 3"), "{report:#}");
+}
+
+#[test]
+fn reftools_profile_loads_and_validates_against_the_schema() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../reference-tool/conform.toml");
+    let profile = Profile::load(&path).unwrap();
+    assert_eq!(profile.file.kit.destructive.len(), 1, "reftool's drop-table probe");
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(errors(&validator("profile.json"), &toml_json(&text)).is_empty());
 }
