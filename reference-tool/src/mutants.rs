@@ -168,13 +168,19 @@ mutants! {
     HelpOnStdout = "help-on-stdout",
     /// `job wait`'s INCOMPLETE reports `progress.done` 0 (fresh progress, never behind).
     JobWaitStaleProgress = "job-wait-stale-progress",
-    /// Progress is published only when the work pauses or ends, never while it runs.
+    /// Progress is never reported: `progress.done` stays 0 while the work runs.
     ProgressNotPublished = "progress-not-published",
     /// A cancel of an ended job (still answered 4 JOB_ENDED) cancels the running job of the
     /// same invocation.
     RejectedCancelStillFires = "rejected-cancel-still-fires",
     /// `drop-table --dry-run` ignores the flag and goes on as a real call (a dry run previews).
     DryRunIgnored = "dry-run-ignored",
+    /// `drop-table --dry-run` drops the table, then answers the preview (a dry run changes
+    /// nothing).
+    DryRunActs = "dry-run-acts",
+    /// A reader's new job (after a killed run) ignores the checkpoint it finds and starts
+    /// over (the identical invocation resumes from the last checkpoint).
+    KilledReaderStartsOver = "killed-reader-starts-over",
     /// `drop-table` drops without confirmation (an unconfirmed destructive call refuses).
     UnconfirmedDrops = "unconfirmed-drops",
     /// `version` fails when stdin is empty, e.g. `/dev/null` (a read command needs no input).
@@ -329,6 +335,13 @@ pub fn rejected_cancel_target(
         )
         .ok()?;
     crate::runtime::ids::JobId::parse(&id).ok()
+}
+
+/// For [`Mutant::DryRunActs`]: drops `table` (a validated name) from the database at `path`.
+pub fn drop_table(path: &std::path::Path, table: &str) {
+    if let Ok(conn) = rusqlite::Connection::open(path) {
+        let _ = conn.execute(&format!("DROP TABLE IF EXISTS \"{table}\""), []);
+    }
 }
 
 /// For [`Mutant::StaleCancelMarker`]: the marker file of an invocation identity.

@@ -207,6 +207,9 @@ fn run(ctx: &mut Ctx) -> Result<Value, Failure> {
         }
     };
     let would_delete = json!({"db": shown, "table": table, "rows": rows});
+    if dry_run && crate::mutants::active(crate::mutants::Mutant::DryRunActs) {
+        crate::mutants::drop_table(&path, &table);
+    }
     if dry_run && !crate::mutants::active(crate::mutants::Mutant::DryRunIgnored) {
         return Ok(json!({
             "effect": "noop",
