@@ -5,6 +5,7 @@
 //! nothing or a report file that cannot be created is `ARG_ERROR` (2) and nothing runs; with
 //! `--format json` the error is one spec envelope on stdout, otherwise a message on stderr.
 
+use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -16,6 +17,7 @@ use serde_json::{Value, json};
 use crate::baseline::Baseline;
 use crate::event::{Event, EventStream, RunInfo};
 use crate::exit;
+use crate::levels::Unselected;
 use crate::outcome::{RunSummary, ScenarioResult, Status, millis};
 use crate::plan;
 use crate::profile::{DEFAULT_PROFILE, Profile};
@@ -318,8 +320,20 @@ fn run_command(args: &RunArgs, started: Instant) -> Result<u8, ArgError> {
     };
     let results = engine.run_plan(&planned, jobs, &events, &finish);
     crate::interrupt::hold_if_interrupted();
+    let planned_ids: BTreeSet<&str> = planned.iter().map(|p| p.scenario.id.as_str()).collect();
+    let unselected: Vec<Unselected> = catalogue
+        .scenarios
+        .iter()
+        .filter(|s| !planned_ids.contains(s.id.as_str()))
+        .map(|s| Unselected {
+            id: s.id.clone(),
+            requirement: s.requirement.clone(),
+            level: s.level,
+        })
+        .collect();
     let summary =
-        RunSummary::compute(&results, roles_missing, baseline.is_some(), millis(started.elapsed()));
+        RunSummary::compute(&results, roles_missing, baseline.is_some(), millis(started.elapsed()))
+            .with_unselected(&results, &unselected);
     let code = summary.exit_code;
     events.send(Event::RunFinished(summary));
     drop(events);

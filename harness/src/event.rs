@@ -38,6 +38,8 @@ pub struct RunInfo {
 }
 
 /// One thing that happened in a run.
+// The run's summary is sent once per run; boxing it would save nothing worth the noise.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum Event {
     /// The plan is made; nothing has run yet.

@@ -51,6 +51,25 @@
 //! 5. [`outcome`], [`event`], [`report`]: results as data, one event stream, several
 //!    reporters; [`baseline`] and [`snapshot`] mark results before they are reported;
 //!    [`redact`] normalizes responses for every comparison.
+//! 6. [`levels`]: every report ends with the spec's conformance levels and §79 as claims,
+//!    each `pass`, `fail` or `incomplete`.
+//!
+//! ## Level verdicts
+//!
+//! The spec lets a tool claim Level 1 (agent-safe basics: twelve named requirements), Level 2
+//! (agent-reliable: Level 1 and every other `P0` requirement) or Level 3 (every requirement);
+//! §79's six requirements (REQ-C-033, REQ-F-080, REQ-F-081, REQ-F-082, REQ-C-034, REQ-C-035)
+//! are `P1`, so Level 3, and get a claim of their own, `interruption`. A scenario belongs to
+//! the level of its requirement, by a table in [`levels`] (no key in scenario files: the
+//! requirement decides). A claim is judged over the `must` scenarios of its requirements (a
+//! level: of its own and every lower level): `fail` when one of them failed, else
+//! `incomplete` when one was skipped (a missing role or kit probe kind), ended in a harness
+//! error, failed as a baseline expected, or was left out by `--only` / `--skip`, or none
+//! exists; else `pass`. A pass covers what conform checks: claiming a level still needs the
+//! review of criteria no outside check can see. The claims are in the human summary
+//! (`spec levels:` and `§79 ...:` lines), the JSON report's `data.claims`, the Markdown
+//! summary's claim table, and as `claim.level-1` ... `claim.interruption` properties of every
+//! JUnit suite. They never change conform's exit code.
 //!
 //! ## The profile: `conform.toml`
 //!
@@ -231,6 +250,7 @@ pub mod exec;
 pub mod exit;
 pub mod init;
 pub mod interrupt;
+pub mod levels;
 pub mod outcome;
 pub mod plan;
 pub mod profile;

@@ -23,6 +23,8 @@
 //!   ran and passed; `partial` otherwise (a `should`/`may` failure, an expected failure, a
 //!   harness error on a non-`must` scenario, or some scenarios skipped). The same rule gives
 //!   the per-level verdicts.
+//! * The spec's conformance levels (1, 2, 3) and §79 get their own verdicts, `pass`, `fail` or
+//!   `incomplete`, over their `must` scenarios ([`crate::levels`]).
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -32,6 +34,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::exec;
+use crate::levels::{ClaimVerdict, Unselected};
 
 /// How strongly the contract asks for a criterion.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -673,6 +676,8 @@ pub struct RunSummary {
     pub levels: Vec<LevelVerdict>,
     /// Verdicts per requirement, sorted by requirement id.
     pub requirements: Vec<RequirementVerdict>,
+    /// The spec's Level 1, 2 and 3, then §79 ([`crate::levels`]).
+    pub claims: Vec<ClaimVerdict>,
     /// What could and could not be judged.
     pub coverage: Coverage,
     /// Baseline bookkeeping.
@@ -754,6 +759,7 @@ impl RunSummary {
             counts,
             levels,
             requirements,
+            claims: crate::levels::verdicts(results, &[]),
             coverage: Coverage {
                 run: counts.total - counts.skip,
                 skipped: counts.skip,
@@ -767,6 +773,18 @@ impl RunSummary {
         };
         summary.exit_code = crate::exit::for_summary(&summary);
         summary
+    }
+
+    /// Judges the claims again knowing which catalogue scenarios `--only` / `--skip` left out
+    /// (a level missing some of its scenarios is `incomplete`, never `pass`).
+    #[must_use]
+    pub fn with_unselected(
+        mut self,
+        results: &[ScenarioResult],
+        unselected: &[Unselected],
+    ) -> Self {
+        self.claims = crate::levels::verdicts(results, unselected);
+        self
     }
 
     /// Whether the baseline made the run fail (an unexpected failure or a stale entry).

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use super::{Collector, RunReport, Sink, human_duration};
 use crate::event::{Event, ReportError, Reporter};
 use crate::exit;
+use crate::levels::{Claim, ClaimVerdict};
 use crate::outcome::{BaselineMark, ScenarioResult, Status, StepRecord, Verdict};
 use crate::snapshot;
 
@@ -66,6 +67,13 @@ impl Paint {
             (Status::Fail, _) => self.red(&word.to_uppercase()),
             (Status::Skip { .. }, _) => self.dim(&word),
             (Status::Error { .. }, _) => self.red(&word.to_uppercase()),
+        }
+    }
+    fn claim(self, c: Claim) -> String {
+        match c {
+            Claim::Pass => self.green(c.as_str()),
+            Claim::Fail => self.red(c.as_str()),
+            Claim::Incomplete => self.yellow(c.as_str()),
         }
     }
     fn verdict(self, v: Verdict) -> String {
@@ -272,6 +280,37 @@ pub fn steps_to_show(r: &ScenarioResult) -> Vec<&StepRecord> {
     shown
 }
 
+/// How many reasons a claim that is not a pass shows (the JSON report has them all).
+const CLAIM_REASONS_SHOWN: usize = 5;
+
+/// The spec levels on one line, §79 on the next, then why each non-pass is one.
+fn render_claims(out: &mut String, p: Paint, claims: &[ClaimVerdict]) {
+    let (levels, others): (Vec<&ClaimVerdict>, Vec<&ClaimVerdict>) =
+        claims.iter().partition(|c| c.claim.starts_with("level-"));
+    let line: Vec<String> =
+        levels.iter().map(|c| format!("{} {}", c.name, p.claim(c.verdict))).collect();
+    if !line.is_empty() {
+        let _ = writeln!(out, "  spec levels: {}", line.join(", "));
+    }
+    for c in &others {
+        let _ = writeln!(out, "  {}: {}", c.name, p.claim(c.verdict));
+    }
+    for c in claims.iter().filter(|c| c.verdict != Claim::Pass) {
+        for reason in c.reasons.iter().take(CLAIM_REASONS_SHOWN) {
+            let _ = writeln!(out, "    {} {}: {reason}", c.claim, c.verdict.as_str());
+        }
+        if c.reasons.len() > CLAIM_REASONS_SHOWN {
+            let _ = writeln!(
+                out,
+                "    {} {}: and {} more (see --format json)",
+                c.claim,
+                c.verdict.as_str(),
+                c.reasons.len() - CLAIM_REASONS_SHOWN
+            );
+        }
+    }
+}
+
 fn render_summary(out: &mut String, p: Paint, report: &RunReport) {
     let s = &report.summary;
     let c = &s.counts;
@@ -296,6 +335,7 @@ fn render_summary(out: &mut String, p: Paint, report: &RunReport) {
     if !levels.is_empty() {
         let _ = writeln!(out, "  levels: {}", levels.join(", "));
     }
+    render_claims(out, p, &s.claims);
     let _ = writeln!(
         out,
         "  coverage: {} of {} scenarios ran",

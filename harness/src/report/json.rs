@@ -2,7 +2,8 @@
 //! stdout.
 //!
 //! * `data` is the report (schema `schemas/conform-report.json`): `tool`, `spec_version`,
-//!   `conform_version`, `jobs`, `conformant`, `counts`, `levels`, `requirements`, `coverage`,
+//!   `conform_version`, `jobs`, `conformant`, `counts`, `levels`, `requirements`, `claims`
+//!   (the spec's Level 1-3 and §79, see [`crate::levels`]), `coverage`,
 //!   `baseline` and `scenarios`; each scenario has its `id`, `requirement`, `criterion`,
 //!   `level`, `tags`, `status` (with `reason` for a skip and `message` for a harness error),
 //!   `findings`, `notes`, `evidence` (one record per process run, with its repro) and
@@ -59,6 +60,7 @@ pub fn data(report: &RunReport) -> Value {
         "counts": s.counts,
         "levels": s.levels,
         "requirements": s.requirements,
+        "claims": s.claims,
         "coverage": s.coverage,
         "baseline": s.baseline,
         "scenarios": report.results,

@@ -49,6 +49,10 @@ pub fn render(report: &RunReport) -> Result<String, ReportError> {
     junit.set_time(Duration::from_millis(report.summary.duration_ms));
     for (requirement, group) in report.by_requirement() {
         let mut suite = TestSuite::new(requirement);
+        // JUnit keeps properties per suite only: every suite carries the run's claims.
+        for c in &report.summary.claims {
+            suite.add_property(Property::new(format!("claim.{}", c.claim), c.verdict.as_str()));
+        }
         let time: u64 = group.iter().map(|r| r.duration_ms).sum();
         suite.set_time(Duration::from_millis(time));
         for r in group {

@@ -89,6 +89,21 @@ pub fn render(report: &RunReport) -> String {
     if !levels.is_empty() {
         let _ = writeln!(out, "Levels: {}\n", levels.join(" · "));
     }
+    if !s.claims.is_empty() {
+        let _ = writeln!(out, "| Claim | Verdict | Requirements | Why not a pass |");
+        let _ = writeln!(out, "|---|---|---|---|");
+        for c in &s.claims {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} |",
+                cell(&c.name),
+                c.verdict.as_str(),
+                cell(&c.requirements.join(", ")),
+                cell(&c.reasons.join("; "))
+            );
+        }
+        let _ = writeln!(out);
+    }
 
     let problems: Vec<_> = report
         .results

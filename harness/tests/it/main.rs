@@ -14,3 +14,4 @@ mod baseline;
 mod snapshot;
 mod discover;
 mod kit_fixtures;
+mod levels;

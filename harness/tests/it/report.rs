@@ -601,4 +601,32 @@ fn conform_run_reports_a_faulty_tool_in_every_format() {
     assert!(md.starts_with("## conform: "), "{md}");
     assert!(md.contains("is NOT conformant"), "{md}");
     assert!(md.contains("| REQ-F-004 | fail |"), "{md}");
+
+    // The claims, alike in every format: Level 1 fails with REQ-F-004 (which `--only` ran),
+    // §79 is incomplete since none of its scenarios was selected.
+    let claims = envelope["data"]["claims"].as_array().unwrap();
+    let words: Vec<(&str, &str)> = claims
+        .iter()
+        .map(|c| (c["claim"].as_str().unwrap(), c["verdict"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        words,
+        [
+            ("level-1", "fail"),
+            ("level-2", "fail"),
+            ("level-3", "fail"),
+            ("interruption", "incomplete")
+        ]
+    );
+    assert!(claims[3]["reasons"][0].as_str().unwrap().contains("not selected"), "{stdout}");
+    assert!(claims[3]["requirements"].as_array().unwrap().is_empty(), "{stdout}");
+    for suite in &junit.test_suites {
+        let property = |name: &str| {
+            suite.properties.iter().find(|p| p.name.as_str() == name).map(|p| p.value.to_string())
+        };
+        assert_eq!(property("claim.level-1").as_deref(), Some("fail"));
+        assert_eq!(property("claim.interruption").as_deref(), Some("incomplete"));
+    }
+    assert!(md.contains("| Level 1 (Agent-safe basics) | fail | REQ-F-004 | `unknown-flag-is-arg-error` failed; "), "{md}");
+    assert!(md.contains("| §79 (Work Outlives the Caller's Budget) | incomplete |"), "{md}");
 }

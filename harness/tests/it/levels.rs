@@ -1,0 +1,138 @@
+//! The spec's conformance levels and §79 as verdicts: which scenarios decide each, and when a
+//! claim is a pass, a fail or incomplete.
+
+use conform::levels::{Claim, ClaimVerdict, Unselected, spec_level, verdicts};
+use conform::outcome::{BaselineMark, Level, RunSummary, ScenarioResult, Status};
+
+use crate::report::result;
+
+fn claim<'a>(all: &'a [ClaimVerdict], name: &str) -> &'a ClaimVerdict {
+    all.iter().find(|c| c.claim == name).unwrap_or_else(|| panic!("no claim {name}"))
+}
+
+fn verdict_words(all: &[ClaimVerdict]) -> Vec<(&str, Claim)> {
+    all.iter().map(|c| (c.claim.as_str(), c.verdict)).collect()
+}
+
+fn pass(id: &str, requirement: &str) -> ScenarioResult {
+    result(id, requirement, Level::Must, Status::Pass)
+}
+
+/// One passing `must` scenario for a Level 1, a Level 2 and a §79 requirement.
+fn all_levels_pass() -> Vec<ScenarioResult> {
+    vec![
+        pass("help-keeps-stdout-clean", "REQ-F-048"),
+        pass("destructive-refuses-unconfirmed", "REQ-C-005"),
+        pass("budget-flag-beats-env", "REQ-F-080"),
+    ]
+}
+
+#[test]
+fn requirements_sit_at_the_lowest_level_that_includes_them() {
+    assert_eq!(spec_level("REQ-F-009"), 1);
+    assert_eq!(spec_level("REQ-C-004"), 1);
+    assert_eq!(spec_level("REQ-C-005"), 2);
+    assert_eq!(spec_level("REQ-O-021"), 2);
+    assert_eq!(spec_level("REQ-C-022"), 2);
+    assert_eq!(spec_level("REQ-C-007"), 3);
+    for r in ["REQ-C-033", "REQ-F-080", "REQ-F-081", "REQ-F-082", "REQ-C-034", "REQ-C-035"] {
+        assert_eq!(spec_level(r), 3, "{r} is P1");
+    }
+}
+
+#[test]
+fn every_must_scenario_passing_passes_every_claim() {
+    let all = verdicts(&all_levels_pass(), &[]);
+    assert_eq!(
+        verdict_words(&all),
+        [
+            ("level-1", Claim::Pass),
+            ("level-2", Claim::Pass),
+            ("level-3", Claim::Pass),
+            ("interruption", Claim::Pass)
+        ]
+    );
+    // Levels contain the ones below them; §79 only its own requirements.
+    assert_eq!(claim(&all, "level-1").requirements, ["REQ-F-048"]);
+    assert_eq!(claim(&all, "level-2").requirements, ["REQ-C-005", "REQ-F-048"]);
+    assert_eq!(claim(&all, "level-3").counts.pass, 3);
+    assert_eq!(claim(&all, "interruption").requirements, ["REQ-F-080"]);
+    assert!(all.iter().all(|c| c.reasons.is_empty()));
+}
+
+#[test]
+fn a_failure_fails_its_level_and_every_level_above_only() {
+    let mut results = all_levels_pass();
+    results[1].status = Status::Fail;
+    let all = verdicts(&results, &[]);
+    assert_eq!(
+        verdict_words(&all),
+        [
+            ("level-1", Claim::Pass),
+            ("level-2", Claim::Fail),
+            ("level-3", Claim::Fail),
+            ("interruption", Claim::Pass)
+        ]
+    );
+    assert_eq!(claim(&all, "level-2").reasons, ["`destructive-refuses-unconfirmed` failed"]);
+}
+
+#[test]
+fn a_skip_or_a_harness_error_leaves_a_claim_incomplete_and_a_failure_still_wins() {
+    let mut results = all_levels_pass();
+    results[0].status = Status::Skip { reason: "profile names no kit `read` probes".into() };
+    results[2].status = Status::Error { message: "sandbox".into() };
+    let all = verdicts(&results, &[]);
+    assert_eq!(claim(&all, "level-1").verdict, Claim::Incomplete);
+    assert_eq!(
+        claim(&all, "level-1").reasons,
+        ["`help-keeps-stdout-clean` skipped: profile names no kit `read` probes"]
+    );
+    assert_eq!(claim(&all, "interruption").verdict, Claim::Incomplete);
+    results[1].status = Status::Fail;
+    assert_eq!(claim(&verdicts(&results, &[]), "level-3").verdict, Claim::Fail);
+}
+
+#[test]
+fn should_and_may_scenarios_and_expected_failures_never_fail_a_claim() {
+    let mut results = all_levels_pass();
+    results.push(result("advisory", "REQ-F-080", Level::Should, Status::Fail));
+    results.push(result("optional", "REQ-F-009", Level::May, Status::Skip { reason: "x".into() }));
+    assert!(verdicts(&results, &[]).iter().all(|c| c.verdict == Claim::Pass));
+    // A failure the baseline expected is known, not judged: the claim waits for its fix.
+    results[2].status = Status::Fail;
+    results[2].baseline = Some(BaselineMark::ExpectedFailure { reason: "issue 7".into() });
+    let all = verdicts(&results, &[]);
+    assert_eq!(claim(&all, "interruption").verdict, Claim::Incomplete);
+    assert_eq!(claim(&all, "level-1").verdict, Claim::Pass);
+}
+
+#[test]
+fn a_scenario_left_out_by_only_leaves_its_levels_incomplete() {
+    let results = all_levels_pass();
+    let unselected = [Unselected {
+        id: "invalid-probes-are-arg-errors".into(),
+        requirement: "REQ-F-002".into(),
+        level: Level::Must,
+    }];
+    let all = verdicts(&results, &unselected);
+    assert!(all[..3].iter().all(|c| c.verdict == Claim::Incomplete), "{all:#?}");
+    assert_eq!(
+        claim(&all, "level-1").reasons,
+        ["1 `must` scenario not selected (--only / --skip)"]
+    );
+    assert_eq!(claim(&all, "interruption").verdict, Claim::Pass);
+    // RunSummary carries the same verdicts once told what was left out.
+    let summary = RunSummary::compute(&results, Vec::new(), false, 0);
+    assert_eq!(claim(&summary.claims, "level-1").verdict, Claim::Pass);
+    let summary = summary.with_unselected(&results, &unselected);
+    assert_eq!(claim(&summary.claims, "level-1").verdict, Claim::Incomplete);
+}
+
+#[test]
+fn nothing_to_judge_is_incomplete_not_a_pass() {
+    let all = verdicts(&[pass("budget-flag-beats-env", "REQ-F-080")], &[]);
+    assert_eq!(claim(&all, "level-1").verdict, Claim::Incomplete);
+    assert_eq!(claim(&all, "level-1").reasons, ["no `must` scenario checks it"]);
+    assert_eq!(claim(&all, "level-3").verdict, Claim::Pass);
+}
