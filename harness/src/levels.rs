@@ -150,6 +150,12 @@ pub struct ClaimVerdict {
     pub requirements: Vec<String>,
     /// Those `must` scenarios by status.
     pub counts: Counts,
+    /// The ids of those that failed (and count against conformance).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed: Vec<String>,
+    /// How many `must` scenarios of the claim were not judged: skipped, harness errors,
+    /// failures a baseline expected, and those `--only` / `--skip` left out.
+    pub not_judged: usize,
     /// Why it is not a pass: the scenarios that failed, were skipped (with the reason) or ended
     /// in a harness error, one line each, then how many were not selected.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -197,12 +203,16 @@ fn judge(
     let mut counts = Counts::default();
     let mut requirements = BTreeSet::new();
     let mut failed = Vec::new();
+    let mut failed_ids = Vec::new();
     let mut reasons = Vec::new();
     for r in results.iter().filter(|r| r.level == Level::Must && includes(&r.requirement)) {
         counts.add(r);
         requirements.insert(r.requirement.clone());
         match &r.status {
-            _ if r.counts_against_conformance() => failed.push(format!("`{}` failed", r.id)),
+            _ if r.counts_against_conformance() => {
+                failed_ids.push(r.id.clone());
+                failed.push(format!("`{}` failed", r.id));
+            }
             Status::Pass => {}
             Status::Fail => reasons.push(format!("`{}` failed as the baseline expected", r.id)),
             Status::Skip { reason } => reasons.push(format!("`{}` skipped: {reason}", r.id)),
@@ -235,6 +245,8 @@ fn judge(
         verdict,
         requirements: requirements.into_iter().collect(),
         counts,
+        failed: failed_ids,
+        not_judged: counts.skip + counts.error + counts.expected_fail + left_out,
         reasons: failed,
     }
 }

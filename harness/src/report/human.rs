@@ -280,10 +280,11 @@ pub fn steps_to_show(r: &ScenarioResult) -> Vec<&StepRecord> {
     shown
 }
 
-/// How many reasons a claim that is not a pass shows (the JSON report has them all).
-const CLAIM_REASONS_SHOWN: usize = 5;
+/// How many failed scenarios a failing claim names (the JSON report has them all).
+const CLAIM_FAILURES_SHOWN: usize = 5;
 
-/// The spec levels on one line, §79 on the next, then why each non-pass is one.
+/// The spec levels on one line, §79 on the next, then one line per claim that is not a pass:
+/// the failures by id, and how many scenarios were not judged (the coverage lines say why).
 fn render_claims(out: &mut String, p: Paint, claims: &[ClaimVerdict]) {
     let (levels, others): (Vec<&ClaimVerdict>, Vec<&ClaimVerdict>) =
         claims.iter().partition(|c| c.claim.starts_with("level-"));
@@ -296,18 +297,24 @@ fn render_claims(out: &mut String, p: Paint, claims: &[ClaimVerdict]) {
         let _ = writeln!(out, "  {}: {}", c.name, p.claim(c.verdict));
     }
     for c in claims.iter().filter(|c| c.verdict != Claim::Pass) {
-        for reason in c.reasons.iter().take(CLAIM_REASONS_SHOWN) {
-            let _ = writeln!(out, "    {} {}: {reason}", c.claim, c.verdict.as_str());
+        let mut why = Vec::new();
+        if !c.failed.is_empty() {
+            let mut shown: Vec<&str> =
+                c.failed.iter().take(CLAIM_FAILURES_SHOWN).map(String::as_str).collect();
+            let more = c.failed.len().saturating_sub(CLAIM_FAILURES_SHOWN);
+            let extra = format!("and {more} more");
+            if more > 0 {
+                shown.push(&extra);
+            }
+            why.push(format!("failed {}", shown.join(", ")));
         }
-        if c.reasons.len() > CLAIM_REASONS_SHOWN {
-            let _ = writeln!(
-                out,
-                "    {} {}: and {} more (see --format json)",
-                c.claim,
-                c.verdict.as_str(),
-                c.reasons.len() - CLAIM_REASONS_SHOWN
-            );
+        if c.not_judged > 0 {
+            why.push(format!("{} `must` scenario(s) not judged", c.not_judged));
         }
+        if why.is_empty() {
+            why.extend(c.reasons.iter().cloned());
+        }
+        let _ = writeln!(out, "    {} {}: {}", c.claim, c.verdict.as_str(), why.join("; "));
     }
 }
 

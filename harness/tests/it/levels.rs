@@ -75,6 +75,8 @@ fn a_failure_fails_its_level_and_every_level_above_only() {
         ]
     );
     assert_eq!(claim(&all, "level-2").reasons, ["`destructive-refuses-unconfirmed` failed"]);
+    assert_eq!(claim(&all, "level-2").failed, ["destructive-refuses-unconfirmed"]);
+    assert_eq!(claim(&all, "level-2").not_judged, 0);
 }
 
 #[test]
@@ -89,6 +91,8 @@ fn a_skip_or_a_harness_error_leaves_a_claim_incomplete_and_a_failure_still_wins(
         ["`help-keeps-stdout-clean` skipped: profile names no kit `read` probes"]
     );
     assert_eq!(claim(&all, "interruption").verdict, Claim::Incomplete);
+    assert_eq!(claim(&all, "level-3").not_judged, 2);
+    assert!(claim(&all, "level-3").failed.is_empty());
     results[1].status = Status::Fail;
     assert_eq!(claim(&verdicts(&results, &[]), "level-3").verdict, Claim::Fail);
 }
@@ -121,6 +125,7 @@ fn a_scenario_left_out_by_only_leaves_its_levels_incomplete() {
         claim(&all, "level-1").reasons,
         ["1 `must` scenario not selected (--only / --skip)"]
     );
+    assert_eq!(claim(&all, "level-1").not_judged, 1);
     assert_eq!(claim(&all, "interruption").verdict, Claim::Pass);
     // RunSummary carries the same verdicts once told what was left out.
     let summary = RunSummary::compute(&results, Vec::new(), false, 0);
