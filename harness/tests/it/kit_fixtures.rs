@@ -27,6 +27,8 @@ const KIT_SCENARIOS: &[&str] = &[
     "destructive-refuses-unconfirmed",
     "help-keeps-stdout-clean",
     "dry-run-changes-nothing",
+    "read-probes-answer-one-envelope",
+    "probe-exits-are-standard-codes",
 ];
 
 fn kit_dir() -> PathBuf {
@@ -92,6 +94,16 @@ fn the_fixture_without_a_fault_passes_every_kit_scenario() {
     "destructive-unconfirmed",
     "destructive-refuses-unconfirmed",
     Some("dry-run-previews")
+)]
+#[case::two_documents(
+    "two-documents",
+    "read-probes-answer-one-envelope",
+    Some("read-probes-end-with-stdin-closed")
+)]
+#[case::exits_127_on_invalid(
+    "exits-127-on-invalid",
+    "probe-exits-are-standard-codes",
+    Some("read-probes-answer-one-envelope")
 )]
 fn each_fault_fails_the_scenario_of_its_kit_check(
     #[case] name: &str,
