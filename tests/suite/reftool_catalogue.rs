@@ -10,6 +10,7 @@
 //! (sleeps), not computed, so many at once stay cheap on two cores.
 
 use std::collections::BTreeSet;
+use std::ffi::OsStr;
 use std::process::{Command, Output};
 
 use conform_workspace::{workspace_bin, workspace_root};
@@ -205,5 +206,61 @@ fn the_list_is_the_catalogue() {
             CASES.contains(id),
             "`{id}` is listed as skipped or failing but is not in the catalogue"
         );
+    }
+}
+
+/// The spec's twelve Level 1 requirements.
+const LEVEL_1: [&str; 12] = [
+    "REQ-F-001",
+    "REQ-F-002",
+    "REQ-F-003",
+    "REQ-F-004",
+    "REQ-F-006",
+    "REQ-F-007",
+    "REQ-F-008",
+    "REQ-F-009",
+    "REQ-F-010",
+    "REQ-F-048",
+    "REQ-C-004",
+    "REQ-C-013",
+];
+
+/// reftool claims Level 1: every scenario of a Level 1 requirement, selected by requirement,
+/// passes and the claim says `pass`; Level 2 and §79, whose scenarios were left out, say
+/// `incomplete` and never `pass`.
+#[test]
+fn reftool_claims_level_1_and_the_left_out_levels_stay_incomplete() {
+    let reftool = workspace_bin("reftool");
+    let profile = workspace_root().join("reference-tool").join("conform.toml");
+    let mut args: Vec<&OsStr> =
+        vec![OsStr::new("run"), reftool.as_os_str(), OsStr::new("--profile"), profile.as_os_str()];
+    // The spec's Level 1 list (conform's `levels::LEVEL_1_REQUIREMENTS`), narrowed to those
+    // with a scenario: `--only` refuses a value that selects nothing.
+    let (_, list) = conform_json(&["list", "--format", "json"].map(OsStr::new));
+    let with_scenarios: BTreeSet<String> = list["data"]["scenarios"]
+        .as_array()
+        .expect("conform list answers data.scenarios")
+        .iter()
+        .filter_map(|s| s["requirement"].as_str())
+        .filter(|r| LEVEL_1.contains(r))
+        .map(str::to_owned)
+        .collect();
+    assert!(with_scenarios.len() >= 8, "Level 1 lost scenarios: {with_scenarios:?}");
+    for requirement in &with_scenarios {
+        args.extend([OsStr::new("--only"), OsStr::new(requirement)]);
+    }
+    args.extend(["--format", "json", "-j", "2"].map(OsStr::new));
+    let (out, envelope) = conform_json(&args);
+    assert_eq!(out.status.code(), Some(0), "{envelope:#}");
+    let verdict = |claim: &str| {
+        envelope["data"]["claims"]
+            .as_array()
+            .and_then(|all| all.iter().find(|c| c["claim"] == claim))
+            .map(|c| c["verdict"].as_str().unwrap_or_default().to_owned())
+            .unwrap_or_else(|| panic!("no claim {claim}:\n{envelope:#}"))
+    };
+    assert_eq!(verdict("level-1"), "pass", "{:#}", envelope["data"]["claims"]);
+    for claim in ["level-2", "level-3", "interruption"] {
+        assert_eq!(verdict(claim), "incomplete", "{:#}", envelope["data"]["claims"]);
     }
 }
