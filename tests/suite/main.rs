@@ -2,3 +2,4 @@
 mod schemas;
 mod readme;
 mod reftool_catalogue;
+mod mutants;
