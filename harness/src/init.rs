@@ -108,6 +108,10 @@ pub fn skeleton(tool: &str, manifest: &Value) -> String {
             "# destructive = [{{ argv = [\"{}\", \"<ARGS>\"], dry_run_flag = \"--dry-run\" }}]   # never a confirmation flag",
             destructive[0].replace('.', "\", \"")
         );
+        let _ = writeln!(
+            out,
+            "#   a probe may add setup = [\"...\"] (sh -c in the sandbox, the tool in $CONFORM_TOOL) and fixtures = [...] to make what it would destroy"
+        );
     }
     out
 }
