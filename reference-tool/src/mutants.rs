@@ -183,6 +183,10 @@ mutants! {
     KilledReaderStartsOver = "killed-reader-starts-over",
     /// `drop-table` drops without confirmation (an unconfirmed destructive call refuses).
     UnconfirmedDrops = "unconfirmed-drops",
+    /// An ARG_ERROR exits 127, a shell's code, instead of 2 (probes exit with standard codes).
+    ArgErrorExits127 = "arg-error-exits-127",
+    /// `version` prints a progress object before its envelope (one JSON document on stdout).
+    VersionPrintsProgressFirst = "version-prints-progress-first",
     /// `version` fails when stdin is empty, e.g. `/dev/null` (a read command needs no input).
     ReadProbesNeedInput = "read-probes-need-input",
 }
@@ -290,6 +294,16 @@ pub fn tamper_output(argv: &[OsString], stdout: &mut Vec<u8>, stderr: &mut Strin
     const INCOMPLETE: u8 = 14;
     if active(Mutant::ExitZeroOnIncomplete) && *exit == INCOMPLETE {
         *exit = 0;
+    }
+    const ARG_ERROR: u8 = 2;
+    const SHELL_NOT_FOUND: u8 = 127;
+    if active(Mutant::ArgErrorExits127) && *exit == ARG_ERROR {
+        *exit = SHELL_NOT_FOUND;
+    }
+    if active(Mutant::VersionPrintsProgressFirst) && argv.get(1).is_some_and(|a| a == "version") {
+        let mut first = b"{\"progress\":{\"done\":1}}\n".to_vec();
+        first.append(stdout);
+        *stdout = first;
     }
     if active(Mutant::AnsiOnStdout) && argv.get(1).is_some_and(|a| a == "version") {
         stdout.extend_from_slice(b"\x1b[0m");
