@@ -192,6 +192,8 @@ fn reftool_targets(mutant: Mutant) -> &'static [&'static str] {
         Mutant::DryRunActs => &["dry-run-changes-nothing"],
         Mutant::KilledReaderStartsOver => &["killed-reader-resumes-from-its-checkpoint"],
         Mutant::UnconfirmedDrops => &["destructive-refuses-unconfirmed"],
+        Mutant::ArgErrorExits127 => &["probe-exits-are-standard-codes"],
+        Mutant::VersionPrintsProgressFirst => &["read-probes-answer-one-envelope"],
     }
 }
 
