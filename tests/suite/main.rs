@@ -1,5 +1,5 @@
 //! Workspace-level tests: one binary, one module per subject.
-mod schemas;
+mod mutants;
 mod readme;
 mod reftool_catalogue;
-mod mutants;
+mod schemas;
