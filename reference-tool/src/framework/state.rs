@@ -246,7 +246,27 @@ pub struct StateDb {
 impl StateDb {
     /// Opens `<dir>/state.db`, sets WAL and the busy timeout, and applies every migration of
     /// `migrations` (in order) not applied yet, each in its own transaction.
+    ///
+    /// Opening is retried while it meets a busy database, up to the busy timeout: when several
+    /// invocations start at once on a new state directory, switching to WAL and the first schema
+    /// change can answer SQLITE_BUSY without consulting the busy handler (a snapshot that
+    /// another connection's commit made stale), and an identical invocation must attach to the
+    /// job, not fail with STATE_BUSY.
     pub fn open(config: &StateConfig, migrations: &[Migration]) -> Result<StateDb, StateError> {
+        let deadline = std::time::Instant::now() + config.busy_timeout;
+        let mut pause = Duration::from_millis(2);
+        loop {
+            match Self::open_once(config, migrations) {
+                Err(StateError::Busy { .. }) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_millis(50));
+                }
+                result => return result,
+            }
+        }
+    }
+
+    fn open_once(config: &StateConfig, migrations: &[Migration]) -> Result<StateDb, StateError> {
         let path = config.ensure_dir()?.join("state.db");
         let busy = config.busy_timeout;
         let map = |e: rusqlite::Error| StateError::from_sqlite(e, &path, busy);
@@ -270,10 +290,13 @@ impl StateDb {
     }
 
     fn migrate(&mut self, migrations: &[Migration]) -> Result<(), StateError> {
+        // In an immediate transaction, so that the busy handler applies to it too.
         self.conn
             .execute_batch(
-                "CREATE TABLE IF NOT EXISTS reftool_migrations (
-                     id TEXT PRIMARY KEY, applied_at_ms INTEGER NOT NULL)",
+                "BEGIN IMMEDIATE;
+                 CREATE TABLE IF NOT EXISTS reftool_migrations (
+                     id TEXT PRIMARY KEY, applied_at_ms INTEGER NOT NULL);
+                 COMMIT;",
             )
             .map_err(|e| self.map(e))?;
         for migration in migrations {
