@@ -2,22 +2,26 @@
 //!
 //! Mutating, `interruption: {detach: false, resume: true}`, takes `--idempotency-key`. The
 //! table gets one TEXT column per header field plus `_line INTEGER PRIMARY KEY` (the data
-//! row's number), so a row committed twice would be refused by the database itself. Each chunk
-//! of [`CHUNK_ROWS`] rows is one transaction in the target database, and the checkpoint (which
-//! rows are committed) is written in that same transaction (`reftool_checkpoints`, see
-//! `runtime::checkpoint`): a `kill -9` loses or repeats no row. A fresh start (no checkpoint)
-//! first empties the table, so after an import the table holds exactly the file's rows. On
-//! completion the checkpoint row is marked completed with the result: the identical invocation
-//! replays that result instead of writing again. A cancelled job's checkpoint is void.
+//! row's number), so a row committed twice would be refused by the database itself. Rows go in
+//! by chunks of [`CHUNK_ROWS`]; one transaction in the target database gathers chunks until
+//! the checkpoint cadence (`work::Cadence`: after every chunk of paced work, else every
+//! `work::CHECKPOINT_EVERY` of work, and at once when a stop is requested) commits them
+//! together with the checkpoint (which rows are committed), written in that same transaction
+//! (`reftool_checkpoints`, see `runtime::checkpoint`): a `kill -9` loses or repeats no row,
+//! and a large unpaced import pays a commit (an fsync) a few times a second, not per chunk. A
+//! fresh start (no checkpoint) first empties the table, so after an import the table holds
+//! exactly the file's rows. On completion the checkpoint row is marked completed with the
+//! result: the identical invocation replays that result instead of writing again. A cancelled
+//! job's checkpoint is void.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Seek, SeekFrom};
 
-use rusqlite::{Connection, TransactionBehavior, params_from_iter};
+use rusqlite::{Connection, Transaction, TransactionBehavior, params_from_iter};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::work::{existing, pace, progress, read_failure, required, safe_point};
+use super::work::{Cadence, existing, pace, progress, read_failure, required, safe_point};
 use crate::framework::{
     CommandSpec, Ctx, DangerLevel, Exit, Failure, FlagSpec, Interruption, Phase, SideEffects,
     ValueType,
@@ -27,7 +31,7 @@ use crate::runtime::context::JobContext;
 use crate::runtime::jobs::JobStore;
 use crate::runtime::stop::StopReason;
 
-/// Rows per transaction (one unit of pacing).
+/// Rows per chunk (one unit of pacing; a transaction holds one chunk or more).
 pub const CHUNK_ROWS: usize = 100;
 /// The default table.
 pub const DEFAULT_TABLE: &str = "rows";
@@ -125,7 +129,7 @@ fn work(ctx: &mut Ctx, job: &mut JobContext<'_>) -> Result<Value, Failure> {
         .phase(Phase::Validation));
     }
 
-    let mut db = Connection::open(&db_path).map_err(|e| db_failure(&e))?;
+    let db = Connection::open(&db_path).map_err(|e| db_failure(&e))?;
     db.busy_timeout(std::time::Duration::from_secs(5)).map_err(|e| db_failure(&e))?;
     let checkpoints = job.sqlite_checkpoints(fingerprint);
     let mut state_db = ctx.open_state()?;
@@ -159,6 +163,9 @@ fn work(ctx: &mut Ctx, job: &mut JobContext<'_>) -> Result<Value, Failure> {
         (2..=columns.len() + 1).map(|i| format!("?{i}")).collect::<Vec<_>>().join(", ")
     );
     let mut first = fresh;
+    let mut cadence = Cadence::new(ctx);
+    // The transaction being filled, between two checkpoints.
+    let mut filling: Option<Transaction<'_>> = None;
     loop {
         pace(ctx, job).map_err(|f| discard_on_cancel(f, &checkpoints, &db))?;
         let mut chunk: Vec<Vec<String>> = Vec::with_capacity(CHUNK_ROWS);
@@ -180,9 +187,11 @@ fn work(ctx: &mut Ctx, job: &mut JobContext<'_>) -> Result<Value, Failure> {
             chunk.push(fields);
         }
         let end = chunk.is_empty();
-        let tx = db
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(|e| db_failure(&e))?;
+        let tx = match filling.take() {
+            Some(tx) => tx,
+            None => Transaction::new_unchecked(&db, TransactionBehavior::Immediate)
+                .map_err(|e| db_failure(&e))?,
+        };
         if first {
             tx.execute_batch(&create).map_err(|e| db_failure(&e))?;
             tx.execute(&format!("DELETE FROM {}", quote_ident(&table)), [])
@@ -216,6 +225,10 @@ fn work(ctx: &mut Ctx, job: &mut JobContext<'_>) -> Result<Value, Failure> {
             return Ok(result);
         }
         progress(job, state.rows, None, "rows")?;
+        if !cadence.due(job) {
+            filling = Some(tx);
+            continue;
+        }
         // Mutant: the checkpoint committed with these rows still points before them.
         let lagging =
             ImportState { offset: state.offset - consumed, rows: state.rows - chunk.len() as u64 };
