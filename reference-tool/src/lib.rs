@@ -11,7 +11,7 @@
 //!
 //! Benchmarks (optimized builds): `cargo bench -p reftool --bench startup` (start-up against
 //! `/bin/true`), `--bench handoff` (budget overshoot of a detached and a resume-only call,
-//! SIGTERM handoff, `job wait` wake-up; target budget + 50 ms), `--bench wake` (the inotify
+//! SIGTERM handoff, `job wait` wake-up; target budget + 50 ms), `--bench wake` (the doorbell
 //! wake-up alone).
 
 // `Failure` is the error response itself, built at most once per process; keeping it a plain

@@ -35,7 +35,7 @@
 //!
 //! `reftool __worker <job dir>` (recognized before clap; `main` detaches it first): re-parses
 //! the job's argv, runs the same job work, and records the final envelope as the job's
-//! outcome, which wakes every waiter (inotify).
+//! outcome, which rings every waiter's doorbell (a FIFO per waiter).
 //!
 //! # `async` commands (REQ-C-022)
 //!
