@@ -48,7 +48,8 @@ fn every_must_scenario_passing_passes_every_claim() {
         [
             ("level-1", Claim::Pass),
             ("level-2", Claim::Pass),
-            ("level-3", Claim::Pass),
+            // conform cannot check all of Level 3 yet: never a pass.
+            ("level-3", Claim::Incomplete),
             ("interruption", Claim::Pass)
         ]
     );
@@ -57,7 +58,15 @@ fn every_must_scenario_passing_passes_every_claim() {
     assert_eq!(claim(&all, "level-2").requirements, ["REQ-C-005", "REQ-F-048"]);
     assert_eq!(claim(&all, "level-3").counts.pass, 3);
     assert_eq!(claim(&all, "interruption").requirements, ["REQ-F-080"]);
-    assert!(all.iter().all(|c| c.reasons.is_empty()));
+    assert!(all.iter().filter(|c| c.claim != "level-3").all(|c| c.reasons.is_empty()));
+    assert_eq!(
+        claim(&all, "level-3").reasons,
+        [
+            "the kit's `argument_order` check has no conform scenario yet",
+            "the kit's `stream_contract` check has no conform scenario yet",
+            "the kit's `stream_sigint` check has no conform scenario yet",
+        ]
+    );
 }
 
 #[test]
@@ -102,7 +111,12 @@ fn should_and_may_scenarios_and_expected_failures_never_fail_a_claim() {
     let mut results = all_levels_pass();
     results.push(result("advisory", "REQ-F-080", Level::Should, Status::Fail));
     results.push(result("optional", "REQ-F-009", Level::May, Status::Skip { reason: "x".into() }));
-    assert!(verdicts(&results, &[]).iter().all(|c| c.verdict == Claim::Pass));
+    assert!(
+        verdicts(&results, &[])
+            .iter()
+            .filter(|c| c.claim != "level-3")
+            .all(|c| c.verdict == Claim::Pass)
+    );
     // A failure the baseline expected is known, not judged: the claim waits for its fix.
     results[2].status = Status::Fail;
     results[2].baseline = Some(BaselineMark::ExpectedFailure { reason: "issue 7".into() });
@@ -139,5 +153,5 @@ fn nothing_to_judge_is_incomplete_not_a_pass() {
     let all = verdicts(&[pass("budget-flag-beats-env", "REQ-F-080")], &[]);
     assert_eq!(claim(&all, "level-1").verdict, Claim::Incomplete);
     assert_eq!(claim(&all, "level-1").reasons, ["no `must` scenario checks it"]);
-    assert_eq!(claim(&all, "level-3").verdict, Claim::Pass);
+    assert_eq!(claim(&all, "level-3").verdict, Claim::Incomplete);
 }
