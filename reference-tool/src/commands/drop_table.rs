@@ -19,15 +19,21 @@
 //! once inside the transaction, so a test can stop it mid-way.
 
 use std::io::{BufRead, IsTerminal, Write};
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::path::PathBuf;
 
-use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 use serde_json::{Value, json};
 
 use crate::framework::{
     CommandSpec, Ctx, DangerLevel, Exit, Failure, FlagSpec, Phase, SideEffects,
 };
+
+// Until `framework/mod.rs` declares `pub mod userdb;`, the helper is compiled here (and reached
+// from `migrate` through this module).
+#[path = "../framework/userdb.rs"]
+pub(crate) mod userdb;
+
+use userdb::{DbExits, DeclareDbExits, db_failure};
 
 /// The preview flag.
 pub const DRY_RUN_FLAG: &str = "dry-run";
@@ -35,9 +41,6 @@ pub const DRY_RUN_FLAG: &str = "dry-run";
 pub const CONFIRM_FLAG: &str = "confirm-destructive";
 /// The general "answer yes" flag, accepted as confirmation too.
 pub const YES_FLAG: &str = "yes";
-
-/// How long to wait for another writer of the target database.
-const DB_BUSY_TIMEOUT: Duration = Duration::from_millis(2000);
 
 /// The declaration.
 pub fn spec() -> CommandSpec {
@@ -62,45 +65,11 @@ pub fn spec() -> CommandSpec {
         false,
         SideEffects::Complete,
     )
-    .exit(
-        Exit::PRECONDITION,
-        "The file is not a SQLite database, or it cannot be written",
-        false,
-        SideEffects::None,
-    )
-    .exit(Exit::NOT_FOUND, "The database or the table does not exist", false, SideEffects::None)
-    .exit(
-        Exit::UNAVAILABLE,
-        "The database stayed locked by another writer; nothing changed",
-        true,
-        SideEffects::None,
-    )
-}
-
-fn db_failure(error: &rusqlite::Error, path: &Path) -> Failure {
-    let shown = path.display();
-    match error.sqlite_error_code() {
-        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => Failure::new(
-            Exit::UNAVAILABLE,
-            "DB_BUSY",
-            format!("{shown} stayed locked by another writer; nothing changed"),
-        )
-        .retryable(true)
-        .retry_after_ms(1000),
-        Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt) => Failure::new(
-            Exit::PRECONDITION,
-            "DB_INVALID",
-            format!("{shown} is not a SQLite database"),
-        ),
-        Some(ErrorCode::CannotOpen | ErrorCode::ReadOnly | ErrorCode::PermissionDenied) => {
-            Failure::new(
-                Exit::PRECONDITION,
-                "DB_UNWRITABLE",
-                format!("cannot write {shown}: {error}"),
-            )
-        }
-        _ => Failure::new(Exit::GENERAL_ERROR, "DB_ERROR", format!("{shown}: {error}")),
-    }
+    .db_exits(&DbExits {
+        precondition: "The file is not a SQLite database, or it cannot be written",
+        not_found: "The database or the table does not exist",
+        unavailable: "The database stayed locked by another writer; nothing changed",
+    })
 }
 
 /// A table name reftool will quote into SQL: a plain identifier, and not SQLite's own.
@@ -198,9 +167,7 @@ fn run(ctx: &mut Ctx) -> Result<Value, Failure> {
 
     // Look before asking: the preview, the refusal and the prompt all name what would go.
     let rows = {
-        let reader =
-            Connection::open_with_flags(&path, OpenFlags::SQLITE_OPEN_READ_ONLY).map_err(fail)?;
-        reader.busy_timeout(DB_BUSY_TIMEOUT).map_err(fail)?;
+        let reader = userdb::open(&path, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
         match count_rows(&reader, &table).map_err(fail)? {
             Some(rows) => rows,
             None => return Err(table_not_found(&reader, &table, &shown)),
@@ -234,9 +201,7 @@ fn run(ctx: &mut Ctx) -> Result<Value, Failure> {
         )));
     }
 
-    let mut conn =
-        Connection::open_with_flags(&path, OpenFlags::SQLITE_OPEN_READ_WRITE).map_err(fail)?;
-    conn.busy_timeout(DB_BUSY_TIMEOUT).map_err(fail)?;
+    let mut conn = userdb::open(&path, OpenFlags::SQLITE_OPEN_READ_WRITE)?;
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(fail)?;
     // Count again under the write lock: another writer may have changed it since the look.
     let Some(rows) = count_rows(&tx, &table).map_err(fail)? else {

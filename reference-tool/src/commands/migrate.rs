@@ -9,12 +9,12 @@
 //! The schema version lives in `PRAGMA user_version`; a database already at
 //! [`TARGET_VERSION`] is left alone (`effect: "noop"`).
 
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::path::PathBuf;
 
-use rusqlite::{Connection, ErrorCode, OpenFlags, TransactionBehavior};
+use rusqlite::{OpenFlags, TransactionBehavior};
 use serde_json::{Value, json};
 
+use super::drop_table::userdb::{self, DbExits, DeclareDbExits, db_failure};
 use crate::framework::{
     CommandSpec, Ctx, DangerLevel, Exit, Failure, FlagSpec, Phase, SideEffects,
 };
@@ -35,9 +35,6 @@ pub const STEPS: &[(&str, &str)] = &[
     ("record the schema version", "PRAGMA user_version = 1"),
 ];
 
-/// How long to wait for another writer of the target database.
-const DB_BUSY_TIMEOUT: Duration = Duration::from_millis(2000);
-
 /// The declaration.
 pub fn spec() -> CommandSpec {
     CommandSpec::new(
@@ -55,51 +52,19 @@ pub fn spec() -> CommandSpec {
         false,
         SideEffects::Complete,
     )
-    .exit(
-        Exit::PRECONDITION,
-        "No database was named (non-interactive), or the file is not a SQLite database",
-        false,
-        SideEffects::None,
-    )
-    .exit(Exit::NOT_FOUND, "The database file does not exist", false, SideEffects::None)
+    .db_exits(&DbExits {
+        precondition: "No database was named (non-interactive), or the file is not a SQLite \
+                       database",
+        not_found: "The database file does not exist",
+        unavailable: "The database (or the state database) stayed locked by another writer; \
+                      nothing changed",
+    })
     .exit(
         Exit::TIMEOUT,
         "The wall-clock limit ran out; the transaction was rolled back and nothing changed",
         false,
         SideEffects::None,
     )
-    .exit(
-        Exit::UNAVAILABLE,
-        "The database (or the state database) stayed locked by another writer; nothing changed",
-        true,
-        SideEffects::None,
-    )
-}
-
-fn db_failure(error: &rusqlite::Error, path: &Path) -> Failure {
-    let shown = path.display();
-    match error.sqlite_error_code() {
-        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => Failure::new(
-            Exit::UNAVAILABLE,
-            "DB_BUSY",
-            format!("{shown} stayed locked by another writer; nothing changed"),
-        )
-        .retryable(true)
-        .retry_after_ms(1000),
-        Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt) => Failure::new(
-            Exit::PRECONDITION,
-            "DB_INVALID",
-            format!("{shown} is not a SQLite database"),
-        ),
-        Some(ErrorCode::CannotOpen | ErrorCode::ReadOnly | ErrorCode::PermissionDenied) => {
-            Failure::new(
-                Exit::PRECONDITION,
-                "DB_UNWRITABLE",
-                format!("cannot write {shown}: {error}"),
-            )
-        }
-        _ => Failure::new(Exit::GENERAL_ERROR, "DB_ERROR", format!("{shown}: {error}")),
-    }
 }
 
 fn run(ctx: &mut Ctx) -> Result<Value, Failure> {
@@ -126,9 +91,7 @@ fn run(ctx: &mut Ctx) -> Result<Value, Failure> {
         .phase(Phase::Validation));
     }
     let fail = |e: rusqlite::Error| db_failure(&e, &path);
-    let mut conn =
-        Connection::open_with_flags(&path, OpenFlags::SQLITE_OPEN_READ_WRITE).map_err(fail)?;
-    conn.busy_timeout(DB_BUSY_TIMEOUT).map_err(fail)?;
+    let mut conn = userdb::open(&path, OpenFlags::SQLITE_OPEN_READ_WRITE)?;
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(fail)?;
     let from_version: i64 =
         tx.query_row("PRAGMA user_version", [], |row| row.get(0)).map_err(fail)?;

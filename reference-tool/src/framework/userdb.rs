@@ -1,0 +1,86 @@
+//! What every command that opens a user's SQLite database (`--db FILE`) shares: how long it
+//! waits for another writer, how a SQLite error becomes a [`Failure`], and the exit codes those
+//! failures use, declared once so the manifest and the errors cannot drift apart.
+//!
+//! | SQLite says | code | exit |
+//! |---|---|---|
+//! | busy, locked (after [`DB_BUSY_TIMEOUT`]) | `DB_BUSY`, retryable after 1 s | UNAVAILABLE |
+//! | not a database, corrupt | `DB_INVALID` | PRECONDITION |
+//! | cannot open, read-only, permission denied | `DB_UNWRITABLE` | PRECONDITION |
+//! | anything else | `DB_ERROR` | GENERAL_ERROR |
+
+use std::path::Path;
+use std::time::Duration;
+
+use rusqlite::{Connection, ErrorCode, OpenFlags};
+
+use crate::framework::{CommandSpec, Exit, Failure, SideEffects};
+
+/// How long to wait for another writer of the target database.
+pub const DB_BUSY_TIMEOUT: Duration = Duration::from_millis(2000);
+
+/// How long a caller told `DB_BUSY` should wait before trying again.
+const DB_BUSY_RETRY_AFTER_MS: u64 = 1000;
+
+/// The failure a SQLite error on the database at `path` answers.
+pub fn db_failure(error: &rusqlite::Error, path: &Path) -> Failure {
+    let shown = path.display();
+    match error.sqlite_error_code() {
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => Failure::new(
+            Exit::UNAVAILABLE,
+            "DB_BUSY",
+            format!("{shown} stayed locked by another writer; nothing changed"),
+        )
+        .retryable(true)
+        .retry_after_ms(DB_BUSY_RETRY_AFTER_MS),
+        Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt) => Failure::new(
+            Exit::PRECONDITION,
+            "DB_INVALID",
+            format!("{shown} is not a SQLite database"),
+        ),
+        Some(ErrorCode::CannotOpen | ErrorCode::ReadOnly | ErrorCode::PermissionDenied) => {
+            Failure::new(
+                Exit::PRECONDITION,
+                "DB_UNWRITABLE",
+                format!("cannot write {shown}: {error}"),
+            )
+        }
+        _ => Failure::new(Exit::GENERAL_ERROR, "DB_ERROR", format!("{shown}: {error}")),
+    }
+}
+
+/// Opens the database at `path` with `flags`, waiting up to [`DB_BUSY_TIMEOUT`] for another
+/// writer; every error already mapped by [`db_failure`].
+pub fn open(path: &Path, flags: OpenFlags) -> Result<Connection, Failure> {
+    let fail = |e: rusqlite::Error| db_failure(&e, path);
+    let conn = Connection::open_with_flags(path, flags).map_err(fail)?;
+    conn.busy_timeout(DB_BUSY_TIMEOUT).map_err(fail)?;
+    Ok(conn)
+}
+
+/// What each database exit means for one command, in its own words.
+pub struct DbExits<'a> {
+    /// PRECONDITION 4: the file is no SQLite database (or cannot be written, or was not named).
+    pub precondition: &'a str,
+    /// NOT_FOUND 5: the database (or something in it) does not exist.
+    pub not_found: &'a str,
+    /// UNAVAILABLE: another writer held the database past [`DB_BUSY_TIMEOUT`].
+    pub unavailable: &'a str,
+}
+
+/// Declares the exits [`db_failure`] and a missing database file produce, on a command that
+/// opens a user's database. None of them changed anything; only UNAVAILABLE (a busy database)
+/// is worth retrying.
+pub trait DeclareDbExits {
+    /// Adds PRECONDITION, NOT_FOUND and UNAVAILABLE with this command's descriptions.
+    #[must_use]
+    fn db_exits(self, exits: &DbExits<'_>) -> Self;
+}
+
+impl DeclareDbExits for CommandSpec {
+    fn db_exits(self, exits: &DbExits<'_>) -> Self {
+        self.exit(Exit::PRECONDITION, exits.precondition, false, SideEffects::None)
+            .exit(Exit::NOT_FOUND, exits.not_found, false, SideEffects::None)
+            .exit(Exit::UNAVAILABLE, exits.unavailable, true, SideEffects::None)
+    }
+}
