@@ -216,6 +216,7 @@ mod tests {
     use crate::runtime::jobs::tests::{Fixture, identity, new_job};
     use crate::runtime::jobs::{Claim, JobOutcome, JobStatus, PauseOutcome};
     use crate::runtime::process::ProcessIdentity;
+    use crate::runtime::wake::test_jobs::create_own_job;
     use std::ffi::OsString;
     use std::time::Duration;
 
@@ -289,17 +290,7 @@ mod tests {
     fn a_restart_below_the_published_progress_continues_the_count() {
         let f = Fixture::new();
         let conn = f.conn();
-        let view = match f
-            .store
-            .create_or_attach(
-                &conn,
-                new_job(identity(&["seeded"], "default"), ProcessIdentity::current().unwrap()),
-            )
-            .unwrap()
-        {
-            Claim::Created(v) => v,
-            other => panic!("{other:?}"),
-        };
+        let view = create_own_job(&f, &["seeded"]);
         // The front published the checkpoint's progress before the worker started.
         let mut seed =
             crate::runtime::progress::ProgressReporter::new(Some(view.dir.clone())).strict(true);
@@ -336,17 +327,7 @@ mod tests {
     fn a_resume_at_the_published_progress_adds_nothing() {
         let f = Fixture::new();
         let conn = f.conn();
-        let view = match f
-            .store
-            .create_or_attach(
-                &conn,
-                new_job(identity(&["plain"], "default"), ProcessIdentity::current().unwrap()),
-            )
-            .unwrap()
-        {
-            Claim::Created(v) => v,
-            other => panic!("{other:?}"),
-        };
+        let view = create_own_job(&f, &["plain"]);
         let stop = JobContext::standard_stop(&f.store, &conn, &view, None, None);
         let mut ctx = JobContext::new(&f.store, view, stop);
         ctx.resume_from(0).unwrap();

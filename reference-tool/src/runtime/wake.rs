@@ -177,16 +177,17 @@ pub fn claim(
     }
 }
 
+/// Set-up shared by the runtime's job tests (here and in [`super::context`]).
 #[cfg(test)]
-mod tests {
-    use super::*;
+pub(crate) mod test_jobs {
+    use super::JobView;
+    use crate::runtime::jobs::Claim;
     use crate::runtime::jobs::tests::{Fixture, identity, new_job};
-    use crate::runtime::jobs::{Claim, JobOutcome};
     use crate::runtime::process::ProcessIdentity;
-    use crate::runtime::progress::ProgressReporter;
-    use std::process::Command;
 
-    fn create(f: &Fixture, owner: ProcessIdentity, args: &[&str]) -> JobView {
+    /// A new running job of instance `default` for the invocation `args`, owned by `owner`;
+    /// panics unless the claim created it.
+    pub(crate) fn create_job(f: &Fixture, owner: ProcessIdentity, args: &[&str]) -> JobView {
         match f
             .store
             .create_or_attach(&f.conn(), new_job(identity(args, "default"), owner))
@@ -197,10 +198,42 @@ mod tests {
         }
     }
 
+    /// [`create_job`] owned by this (live) test process.
+    pub(crate) fn create_own_job(f: &Fixture, args: &[&str]) -> JobView {
+        create_job(f, ProcessIdentity::current().unwrap(), args)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_jobs::{create_job, create_own_job};
+    use super::*;
+    use crate::runtime::jobs::tests::{Fixture, identity, new_job};
+    use crate::runtime::jobs::{Claim, JobOutcome};
+    use crate::runtime::process::ProcessIdentity;
+    use crate::runtime::progress::ProgressReporter;
+    use std::process::Command;
+
+    /// Waits on `id` of instance `default` for up to 20 s with the liveness check stretched
+    /// to 60 s, so only the doorbell can wake the waiter in time.
+    fn wait_for_ring(f: &Fixture, id: &JobId) -> WaitOutcome {
+        let conn = f.conn();
+        wait_with_liveness(
+            &f.store,
+            &conn,
+            "default",
+            id,
+            Some(Instant::now() + Duration::from_secs(20)),
+            &AtomicBool::new(false),
+            Duration::from_secs(60),
+        )
+        .unwrap()
+    }
+
     #[test]
     fn a_waiter_wakes_promptly_when_the_job_ends() {
         let f = Fixture::new();
-        let job = create(&f, ProcessIdentity::current().unwrap(), &["w"]);
+        let job = create_own_job(&f, &["w"]);
         let id = job.record.job_id.clone();
         let ended_at = std::thread::scope(|s| {
             let writer = s.spawn(|| {
@@ -217,19 +250,8 @@ mod tests {
                     .unwrap();
                 t
             });
-            let conn = f.conn();
-            let start = Instant::now();
             // No liveness check within the test: only the ring can wake the waiter in time.
-            let out = wait_with_liveness(
-                &f.store,
-                &conn,
-                "default",
-                &id,
-                Some(start + Duration::from_secs(20)),
-                &AtomicBool::new(false),
-                Duration::from_secs(60),
-            )
-            .unwrap();
+            let out = wait_for_ring(&f, &id);
             let returned = Instant::now();
             assert!(
                 matches!(out, WaitOutcome::Ended(ref v) if v.status == JobStatus::Succeeded),
@@ -248,7 +270,7 @@ mod tests {
     #[test]
     fn a_pause_wakes_an_attached_waiter() {
         let f = Fixture::new();
-        let job = create(&f, ProcessIdentity::current().unwrap(), &["pause"]);
+        let job = create_own_job(&f, &["pause"]);
         let id = job.record.job_id.clone();
         let (out, waited) = std::thread::scope(|s| {
             s.spawn(|| {
@@ -256,18 +278,8 @@ mod tests {
                 let paused = f.store.pause(&f.conn(), "default", &id).unwrap();
                 assert_eq!(paused, crate::runtime::jobs::PauseOutcome::Paused);
             });
-            let conn = f.conn();
             let start = Instant::now();
-            let out = wait_with_liveness(
-                &f.store,
-                &conn,
-                "default",
-                &id,
-                Some(start + Duration::from_secs(20)),
-                &AtomicBool::new(false),
-                Duration::from_secs(60),
-            )
-            .unwrap();
+            let out = wait_for_ring(&f, &id);
             (out, start.elapsed())
         });
         assert!(
@@ -280,7 +292,7 @@ mod tests {
     #[test]
     fn a_cancel_of_a_paused_job_wakes_its_waiters() {
         let f = Fixture::new();
-        let job = create(&f, ProcessIdentity::current().unwrap(), &["cancel-paused"]);
+        let job = create_own_job(&f, &["cancel-paused"]);
         let id = job.record.job_id.clone();
         let bell = JobWatcher::new(&job.dir).unwrap();
         f.store.pause(&f.conn(), "default", &id).unwrap();
@@ -297,7 +309,7 @@ mod tests {
         let f = Fixture::new();
         let mut child = Command::new("setsid").arg("sleep").arg("60").spawn().unwrap();
         std::thread::sleep(Duration::from_millis(50));
-        let job = create(&f, ProcessIdentity::of(child.id()).unwrap(), &["dead-ring"]);
+        let job = create_job(&f, ProcessIdentity::of(child.id()).unwrap(), &["dead-ring"]);
         let bell = JobWatcher::new(&job.dir).unwrap();
         child.kill().unwrap();
         child.wait().unwrap();
@@ -309,7 +321,7 @@ mod tests {
     #[test]
     fn the_deadline_returns_fresh_progress() {
         let f = Fixture::new();
-        let job = create(&f, ProcessIdentity::current().unwrap(), &["p"]);
+        let job = create_own_job(&f, &["p"]);
         let mut r = ProgressReporter::new(Some(job.dir.clone())).strict(true);
         r.report(42, Some(100), Some("rows")).unwrap();
         let conn = f.conn();
@@ -335,7 +347,7 @@ mod tests {
         let f = Fixture::new();
         let mut child = Command::new("setsid").arg("sleep").arg("60").spawn().unwrap();
         std::thread::sleep(Duration::from_millis(50));
-        let job = create(&f, ProcessIdentity::of(child.id()).unwrap(), &["dead"]);
+        let job = create_job(&f, ProcessIdentity::of(child.id()).unwrap(), &["dead"]);
         let killer = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(200));
             child.kill().unwrap();
@@ -355,7 +367,7 @@ mod tests {
     #[test]
     fn an_interrupt_ends_the_wait_at_once() {
         let f = Fixture::new();
-        let job = create(&f, ProcessIdentity::current().unwrap(), &["i"]);
+        let job = create_own_job(&f, &["i"]);
         let flag = AtomicBool::new(false);
         let conn = f.conn();
         let start = Instant::now();
@@ -375,7 +387,7 @@ mod tests {
     fn a_claim_does_not_attach_to_a_job_being_cancelled() {
         let f = Fixture::new();
         let me = ProcessIdentity::current().unwrap();
-        let job = create(&f, me, &["cc"]);
+        let job = create_job(&f, me, &["cc"]);
         let id = job.record.job_id.clone();
         let conn = f.conn();
         assert_eq!(
@@ -404,7 +416,7 @@ mod tests {
     #[test]
     fn a_waiter_without_a_doorbell_still_sees_the_end() {
         let f = Fixture::new();
-        let job = create(&f, ProcessIdentity::current().unwrap(), &["no-bell"]);
+        let job = create_own_job(&f, &["no-bell"]);
         let id = job.record.job_id.clone();
         // A file where `waiters/` should be: no doorbell can be made (even by root).
         std::fs::write(job.dir.join(crate::runtime::doorbell::WAITERS_DIR), b"").unwrap();
@@ -430,7 +442,7 @@ mod tests {
     #[test]
     fn another_instance_cannot_wait() {
         let f = Fixture::new();
-        let job = create(&f, ProcessIdentity::current().unwrap(), &["o"]);
+        let job = create_own_job(&f, &["o"]);
         let conn = f.conn();
         let r =
             wait_for_job(&f.store, &conn, "elsewhere", &job.record.job_id, Some(Instant::now()));
