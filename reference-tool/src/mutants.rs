@@ -189,6 +189,26 @@ mutants! {
     VersionPrintsProgressFirst = "version-prints-progress-first",
     /// `version` fails when stdin is empty, e.g. `/dev/null` (a read command needs no input).
     ReadProbesNeedInput = "read-probes-need-input",
+    /// A global option after the command path is refused as an unknown flag (global options
+    /// mean the same anywhere).
+    GlobalOptionAfterPathRefused = "global-option-after-path-refused",
+    /// A global option given before the command path is replaced by the command's default
+    /// (its value survives the command).
+    SubcommandDefaultOverridesGlobal = "subcommand-default-overrides-global",
+    /// A scalar option repeated with different values: the last one wins (it is ARG_ERROR 2).
+    ConflictingRepeatLastWins = "conflicting-repeat-last-wins",
+    /// A scalar option repeated with the same value is refused (it is accepted).
+    SameValueRepeatRefused = "same-value-repeat-refused",
+    /// A command-local option after the first positional is ignored (it takes effect).
+    OptionsStopAtPositional = "options-stop-at-positional",
+    /// A stream ends without its summary line (it ends with exactly one terminal line).
+    StreamWithoutSummary = "stream-without-summary",
+    /// A stream's `_seq` skips from 2 to 4 (it counts 1, 2, 3, ...).
+    StreamSeqSkips = "stream-seq-skips",
+    /// SIGINT during a stream exits 1 (it is 130).
+    SigintExits1 = "sigint-exits-1",
+    /// SIGINT during a stream says `data.partial: false` (the stream stopped part-way).
+    SigintNotPartial = "sigint-not-partial",
 }
 
 impl Mutant {

@@ -1,7 +1,9 @@
 //! Argument parsing with clap, built from the registrations.
 //!
 //! Every registered path becomes a (nested) subcommand: `job.wait` is `reftool job wait`. The
-//! global options are accepted in any position. A parse failure of any kind (unknown command,
+//! global options are accepted in any position, and mean the same wherever they appear. A
+//! scalar option may be repeated with the same value; with different values it is ARG_ERROR 2
+//! `CONFLICTING_OPTION` ([`super::options`]). A parse failure of any kind (unknown command,
 //! unknown flag, missing or malformed value, non-UTF-8 text) becomes ARG_ERROR 2 in the
 //! validation phase, with clap's "did you mean" as `error.suggestion` when it has one.
 
@@ -11,6 +13,7 @@ use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::{Arg, ArgAction, ArgMatches, Command};
 
 use super::context::{ArgValue, Args, Failure};
+use super::options;
 use super::registry::{CommandSpec, FlagOwner, Registry, ValueType};
 
 /// What a successful parse yields.
@@ -47,7 +50,8 @@ pub enum Early {
 }
 
 fn leaf_command(spec: &CommandSpec, name: &str) -> Command {
-    let mut cmd = Command::new(name.to_owned()).about(spec.description.clone());
+    let mut cmd =
+        Command::new(name.to_owned()).about(spec.description.clone()).args_override_self(true);
     for flag in &spec.flags {
         let mut arg =
             Arg::new(flag.name.clone()).long(flag.name.clone()).help(flag.description.clone());
@@ -92,7 +96,10 @@ fn insert(parent: Command, words: &[&str], spec: &CommandSpec) -> Command {
     let group = if exists {
         parent.find_subcommand(first).cloned().unwrap_or_else(|| Command::new(first.to_string()))
     } else {
-        Command::new(first.to_string()).subcommand_required(true).arg_required_else_help(true)
+        Command::new(first.to_string())
+            .subcommand_required(true)
+            .arg_required_else_help(true)
+            .args_override_self(true)
     };
     let group = insert(group, rest, spec);
     if exists { parent.mut_subcommand(first, |_| group) } else { parent.subcommand(group) }
@@ -106,6 +113,7 @@ pub fn build(registry: &Registry, name: &str, version: &str, about: &str) -> Com
         .subcommand_required(true)
         .arg_required_else_help(true)
         .disable_help_subcommand(true)
+        .args_override_self(true)
         .arg(
             Arg::new("output")
                 .long("output")
@@ -213,6 +221,26 @@ pub fn parse(command: Command, registry: &Registry, argv: &[OsString]) -> Result
         let failure = Failure::arg("UNKNOWN_COMMAND", format!("unknown command {path:?}"));
         return Err(Early::Invalid { failure: Box::new(failure), usage: String::new() });
     };
+    let invalid =
+        |failure: Failure| Early::Invalid { failure: Box::new(failure), usage: String::new() };
+    let tokens = options::tokens(argv, &options::value_options(spec));
+    options::check_repeats(&tokens).map_err(invalid)?;
+    if crate::mutants::active(crate::mutants::Mutant::GlobalOptionAfterPathRefused)
+        && let Some(first) = options::first_word(&tokens)
+        && let Some(name) = tokens.iter().find_map(|t| match t {
+            options::Token::Option { name, index, .. }
+                if *index > first && options::GLOBAL_VALUE_OPTIONS.contains(&name.as_str()) =>
+            {
+                Some(name)
+            }
+            _ => None,
+        })
+    {
+        return Err(invalid(Failure::arg(
+            "UNKNOWN_FLAG",
+            format!("unexpected argument '--{name}' found"),
+        )));
+    }
     let text = |name: &str| leaf.get_one::<String>(name).cloned();
     let mut args = Args::default();
     for flag in spec.flags.iter().filter(|f| f.owner == FlagOwner::Command) {
@@ -234,6 +262,18 @@ pub fn parse(command: Command, registry: &Registry, argv: &[OsString]) -> Result
         };
         if let Some(value) = value {
             args.values.insert(positional.name.clone(), ArgValue::Text(value));
+        }
+    }
+    if crate::mutants::active(crate::mutants::Mutant::OptionsStopAtPositional)
+        && let Some(positional) = options::first_positional(&tokens, words.len())
+    {
+        for token in &tokens {
+            if let options::Token::Option { name, index, .. } = token
+                && *index > positional
+                && spec.flags.iter().any(|f| &f.name == name && f.owner == FlagOwner::Command)
+            {
+                args.values.remove(name);
+            }
         }
     }
     let owned = |name: &str| {

@@ -103,6 +103,7 @@ pub mod exit;
 pub mod interrupt;
 pub mod manifest;
 pub mod modes;
+pub mod options;
 pub mod registry;
 pub mod state;
 pub mod stop;

@@ -32,7 +32,11 @@ pub struct Modes {
 /// the parser, which refuses it.
 pub fn output_override(argv: &[OsString]) -> Option<OutputMode> {
     let mut forced = None;
+    let mut conflicting = false;
     let mut iter = argv.iter().skip(1);
+    // Test-only fault: a value given before the command path does not count.
+    let mut before_path =
+        crate::mutants::active(crate::mutants::Mutant::SubcommandDefaultOverridesGlobal);
     while let Some(arg) = iter.next() {
         let Some(arg) = arg.to_str() else { continue };
         if arg == "--" {
@@ -43,11 +47,26 @@ pub fn output_override(argv: &[OsString]) -> Option<OutputMode> {
         } else {
             arg.strip_prefix("--output=")
         };
-        match value {
-            Some("json") => forced = Some(OutputMode::Json),
-            Some("text") => forced = Some(OutputMode::Text),
-            _ => {}
+        if !arg.starts_with('-') {
+            before_path = false;
         }
+        if before_path {
+            continue;
+        }
+        let mode = match value {
+            Some("json") => OutputMode::Json,
+            Some("text") => OutputMode::Text,
+            _ => continue,
+        };
+        // Two different values are refused by the parser (`super::options`); that refusal is
+        // written as if no value had been given.
+        if forced.is_some_and(|f| f != mode) {
+            conflicting = true;
+        }
+        forced = Some(mode);
+    }
+    if conflicting && !crate::mutants::active(crate::mutants::Mutant::ConflictingRepeatLastWins) {
+        return None;
     }
     forced
 }
@@ -114,5 +133,10 @@ mod tests {
         assert_eq!(output_override(&argv(&["t", "--output=json"])), Some(OutputMode::Json));
         assert_eq!(output_override(&argv(&["t", "--output", "xml"])), None);
         assert_eq!(output_override(&argv(&["t", "--", "--output=json"])), None);
+        assert_eq!(
+            output_override(&argv(&["t", "--output=text", "v", "--output", "text"])),
+            Some(OutputMode::Text)
+        );
+        assert_eq!(output_override(&argv(&["t", "--output=text", "v", "--output", "json"])), None);
     }
 }

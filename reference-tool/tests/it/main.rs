@@ -20,5 +20,6 @@ mod migrate;
 mod modes;
 mod reliability;
 mod reliability_heavy;
+mod repeats;
 mod signals;
 mod state;
