@@ -9,6 +9,7 @@
 //! | `deploy SRC --to DEST` | mutating, `{detach}` | an archive of a directory, renamed into place |
 //! | `drop-table --db DB --table T` | destructive, no interruption | drops a table after confirmation; `--dry-run` previews |
 //! | `build` | safe, `async` | an index of a source tree, as a background job |
+//! | `files [DIR]` | safe list, `supports_streaming` | regular files under DIR, paginated; `--stream` writes JSONL |
 //! | `job wait/status/cancel ID` | built-ins | the generic job runtime |
 //!
 //! Every unit of work sleeps `REFTOOL_PACE_MS` first, so small fixtures take seconds.
@@ -18,6 +19,7 @@ pub mod build;
 pub mod deploy;
 pub mod digest;
 pub mod drop_table;
+pub mod files;
 pub mod import;
 pub mod job;
 pub mod manifest;
@@ -56,6 +58,7 @@ pub fn app() -> Result<App, RegistrationError> {
         app.register(with_idle_knob(spec))?;
     }
     app.register(build::spec())?;
+    app.register(files::spec())?;
     for spec in job::specs() {
         app.register(spec)?;
     }

@@ -35,6 +35,7 @@ use super::state::{
     validate_instance_id,
 };
 use super::stop::{StopReason, StopToken};
+use super::stream::{StreamEnd, StreamSink};
 use crate::duration::parse_duration;
 use crate::runtime::budget::ResolvedBudget;
 use crate::runtime::worker::WORKER_ARG;
@@ -70,6 +71,7 @@ pub struct App {
     migrations: Vec<Migration>,
     hidden: BTreeMap<String, HiddenEntry>,
     sigterm: Arc<AtomicBool>,
+    sigint: Arc<AtomicBool>,
 }
 
 impl App {
@@ -83,6 +85,7 @@ impl App {
             migrations: FRAMEWORK_MIGRATIONS.to_vec(),
             hidden: BTreeMap::new(),
             sigterm: Arc::new(AtomicBool::new(false)),
+            sigint: Arc::new(AtomicBool::new(false)),
         };
         app.register(crate::commands::manifest::spec())?;
         app.register(crate::commands::version::spec())?;
@@ -301,6 +304,7 @@ impl App {
             modes,
             pace,
             test_mode: test_mode(),
+            stream: parsed.stream,
             started,
         };
         Ok(Prepared { args: parsed.args, invocation, state, timeout_ms })
@@ -374,12 +378,16 @@ impl App {
         let test_mode = invocation.test_mode;
         let timeout = invocation.timeout;
         let started = invocation.started;
+        let sink = invocation.stream.then(StreamSink::new);
         let mut ctx = Ctx::new(args, invocation, state, stop.clone());
+        if let Some(sink) = &sink {
+            ctx.set_sink(sink.clone());
+        }
         if spec.path == "manifest" {
             ctx.set_manifest(self.manifest());
         }
         ctx.set_state_migrations(self.migrations.clone());
-        let outcome = self.supervise(spec, ctx, &stop, timeout, started);
+        let outcome = self.supervise(spec, ctx, &stop, timeout, started, sink.as_ref());
 
         // Stage 8: the response.
         let (result, warnings, meta) = match outcome {
@@ -387,6 +395,7 @@ impl App {
             Supervised::Stopped(reason) => {
                 (Err(stop_failure(spec, reason, timeout)), Vec::new(), Default::default())
             }
+            Supervised::Interrupted => (Err(sigint_failure()), Vec::new(), Default::default()),
         };
         let record = db.as_mut().zip(key.as_deref()).map(|(db, key)| IdempotencyRecord {
             db,
@@ -394,10 +403,20 @@ impl App {
             key,
             digest: &digest,
         });
-        respond(spec, result, warnings, meta, test_mode, record)
+        let mut response = respond(spec, result, warnings, meta, test_mode, record);
+        if let Some(sink) = &sink {
+            // The terminal line: no item line may follow it.
+            let (emitted, last_seq) = sink.close();
+            if response.exit != Exit::SUCCESS {
+                response.meta.insert("items_emitted".into(), json!(last_seq));
+            }
+            response.stream = Some(StreamEnd { emitted, last_seq });
+        }
+        response
     }
 
-    /// Runs the work on its own thread and watches the clock and SIGTERM.
+    /// Runs the work on its own thread and watches the clock, SIGTERM and SIGINT. SIGINT is
+    /// answered here only (REQ-F-069): commands run by the job runtime keep its default.
     fn supervise(
         &self,
         spec: &CommandSpec,
@@ -405,7 +424,14 @@ impl App {
         stop: &StopToken,
         timeout: Option<Duration>,
         started: Instant,
+        sink: Option<&StreamSink>,
     ) -> Supervised {
+        if let Err(e) =
+            signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&self.sigint))
+        {
+            ctx.warn("SIGINT_NOT_HANDLED", format!("no SIGINT handler: {e}"));
+        }
+        let mut interrupted = false;
         let (tx, rx) = mpsc::channel();
         let run = Arc::clone(&spec.run);
         let fault = test_fault();
@@ -442,6 +468,7 @@ impl App {
             match rx.recv_timeout(POLL) {
                 Ok((result, ctx)) => {
                     return match stopped_at {
+                        Some(_) if interrupted => Supervised::Interrupted,
                         Some((_, reason)) => Supervised::Stopped(reason),
                         None => Supervised::Done { result: Box::new(result), ctx: Box::new(ctx) },
                     };
@@ -452,8 +479,18 @@ impl App {
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
             }
             let now = Instant::now();
+            if stopped_at.is_none() && !interrupted && self.sigint.load(Ordering::SeqCst) {
+                interrupted = true;
+                if let Some(sink) = sink {
+                    // A stream stops at once: the sink is closed before anything else, so the
+                    // cancellation is the next and last line.
+                    sink.close();
+                    stop.request_stop(StopReason::Signal);
+                    return Supervised::Interrupted;
+                }
+            }
             if stopped_at.is_none() {
-                let reason = if self.sigterm.load(Ordering::SeqCst) {
+                let reason = if self.sigterm.load(Ordering::SeqCst) || interrupted {
                     Some(StopReason::Signal)
                 } else if deadline.is_some_and(|d| now >= d) {
                     Some(StopReason::Timeout)
@@ -472,7 +509,11 @@ impl App {
             {
                 // The work did not acknowledge; answer without it. Nothing was committed
                 // (the stop won the commit gate), so the answer is honest.
-                return Supervised::Stopped(reason);
+                return if interrupted {
+                    Supervised::Interrupted
+                } else {
+                    Supervised::Stopped(reason)
+                };
             }
             if let Some(at) = stop_attempt
                 && stopped_at.is_none()
@@ -541,7 +582,8 @@ pub(crate) fn respond(
         }
         Err(failure) => Response::failure(failure),
     };
-    if test_mode && response.exit != Exit::SIGTERM && spec.entry(response.exit).is_none() {
+    let signal_exit = response.exit == Exit::SIGTERM || response.exit == Exit::SIGINT;
+    if test_mode && !signal_exit && spec.entry(response.exit).is_none() {
         response = Response::failure(
             Failure::internal(format!(
                 "framework check: {} exited {} which it does not declare",
@@ -569,8 +611,13 @@ pub(crate) struct Prepared {
 }
 
 enum Supervised {
-    Done { result: Box<Result<Value, Failure>>, ctx: Box<Ctx> },
+    Done {
+        result: Box<Result<Value, Failure>>,
+        ctx: Box<Ctx>,
+    },
     Stopped(StopReason),
+    /// SIGINT stopped the work.
+    Interrupted,
 }
 
 impl Supervised {
@@ -603,6 +650,7 @@ fn placeholder_invocation(started: Instant) -> Invocation {
         modes: Modes::decide(Some(OutputMode::Json), false, true, false),
         pace: Duration::ZERO,
         test_mode: false,
+        stream: false,
         started,
     }
 }
@@ -646,6 +694,20 @@ fn stop_failure(spec: &CommandSpec, reason: StopReason, timeout: Option<Duration
         }
         StopReason::Budget => Failure::stopped(StopReason::Budget),
     }
+}
+
+/// The cancellation envelope after SIGINT (REQ-F-069): CANCELLED, exit 130, `data.partial`.
+fn sigint_failure() -> Failure {
+    let exit = if crate::mutants::active(crate::mutants::Mutant::SigintExits1) {
+        Exit::GENERAL_ERROR
+    } else {
+        Exit::SIGINT
+    };
+    let partial = !crate::mutants::active(crate::mutants::Mutant::SigintNotPartial);
+    Failure::new(exit, "CANCELLED", "cancelled by SIGINT; the work stopped")
+        .retryable(false)
+        .context(json!({"signal": "SIGINT"}))
+        .with_data(json!({"partial": partial}))
 }
 
 /// sha256 of the canonical JSON of the command path and its arguments.

@@ -31,6 +31,8 @@ pub struct Parsed {
     pub budget: Option<String>,
     /// `--idempotency-key` as given (writers only).
     pub idempotency_key: Option<String>,
+    /// `--stream` (commands that declare `supports_streaming` only).
+    pub stream: bool,
 }
 
 /// What the parser decided instead of a command to run.
@@ -286,5 +288,6 @@ pub fn parse(command: Command, registry: &Registry, argv: &[OsString]) -> Result
         instance_id: text("instance-id"),
         budget: owned("budget"),
         idempotency_key: owned("idempotency-key"),
+        stream: spec.flags.iter().any(|f| f.name == "stream") && leaf.get_flag("stream"),
     })
 }

@@ -225,6 +225,8 @@ pub struct Invocation {
     pub pace: Duration,
     /// `REFTOOL_TEST_MODE=1`: extra self-checks.
     pub test_mode: bool,
+    /// `--stream`: items go to stdout as JSONL while the work runs ([`super::stream`]).
+    pub stream: bool,
     /// When the process started.
     pub started: Instant,
 }
@@ -252,6 +254,7 @@ pub struct Ctx {
     last_progress: Option<(u64, Option<u64>, Option<String>)>,
     manifest: Option<Value>,
     migrations: Vec<Migration>,
+    sink: Option<super::stream::StreamSink>,
 }
 
 impl Ctx {
@@ -267,6 +270,7 @@ impl Ctx {
             last_progress: None,
             manifest: None,
             migrations: FRAMEWORK_MIGRATIONS.to_vec(),
+            sink: None,
         }
     }
 
@@ -306,6 +310,25 @@ impl Ctx {
             std::thread::sleep(left.min(Duration::from_millis(5)));
         }
         self.check_stop()
+    }
+
+    /// Whether this invocation streams (`--stream`): items go through [`Ctx::emit`].
+    pub fn streaming(&self) -> bool {
+        self.sink.is_some()
+    }
+
+    /// Writes one item of a stream (a JSON object) to stdout at once, numbered with `_seq`.
+    /// `Err` when the stream was ended (a stop) or stdout failed: return it.
+    pub fn emit(&mut self, item: Value) -> Result<(), Failure> {
+        self.check_stop()?;
+        match &self.sink {
+            Some(sink) => sink.emit(item),
+            None => Err(Failure::internal("emit called on an invocation that does not stream")),
+        }
+    }
+
+    pub(crate) fn set_sink(&mut self, sink: super::stream::StreamSink) {
+        self.sink = Some(sink);
     }
 
     /// Adds a warning to the response.

@@ -10,6 +10,7 @@ use serde_json::{Map, Value, json};
 use super::context::{Failure, Warning};
 use super::exit::Exit;
 use super::modes::OutputMode;
+use super::stream::StreamEnd;
 
 /// A finished invocation, ready to be written.
 #[derive(Debug, Clone, PartialEq)]
@@ -28,6 +29,9 @@ pub struct Response {
     pub timeout_ms: Option<u64>,
     /// Extra `meta` fields (`not_modified`, `idempotency_hit`, `budget_ms`, ...).
     pub meta: Map<String, Value>,
+    /// Set when this response ends a JSONL stream ([`super::stream`]): rendered as the summary
+    /// line (success) or a JSON error envelope whatever the output mode.
+    pub stream: Option<StreamEnd>,
 }
 
 impl Response {
@@ -41,6 +45,7 @@ impl Response {
             duration_ms: 0,
             timeout_ms: None,
             meta: Map::new(),
+            stream: None,
         }
     }
 
@@ -55,7 +60,22 @@ impl Response {
             duration_ms: 0,
             timeout_ms: None,
             meta: Map::new(),
+            stream: None,
         }
+    }
+
+    /// The summary line that ends a successful stream (REQ-O-004): `_count` item lines and
+    /// the command's `meta.pagination`.
+    pub fn summary(&self, emitted: u64) -> Value {
+        let mut summary = Map::new();
+        summary.insert("_summary".into(), json!(true));
+        summary.insert("_count".into(), json!(emitted));
+        if let Some(pagination) = self.meta.get("pagination") {
+            summary.insert("pagination".into(), pagination.clone());
+        }
+        summary.insert("exit_code".into(), json!(self.exit.code()));
+        summary.insert("duration_ms".into(), json!(self.duration_ms));
+        Value::Object(summary)
     }
 
     /// The envelope.
@@ -108,36 +128,52 @@ impl Response {
     /// The bytes for stdout (JSON mode: the envelope; text mode: the data, the error going to
     /// the returned stderr text) and the text for stderr.
     pub fn render(&self, mode: OutputMode) -> (Vec<u8>, String) {
-        match mode {
-            OutputMode::Json => {
-                let mut bytes = serde_json::to_vec(&self.to_json())
-                    .unwrap_or_else(|_| b"{\"ok\":false}".to_vec());
-                bytes.push(b'\n');
-                // A one-line summary for a person watching stderr; stdout stays pure JSON.
-                let stderr = match &self.error {
-                    Some(failure) => format!("error: {}: {}\n", failure.code, failure.message),
-                    None => String::new(),
-                };
-                (bytes, stderr)
-            }
-            OutputMode::Text => {
-                let mut stderr = String::new();
-                for warning in &self.warnings {
-                    stderr.push_str(&format!("warning: {}: {}\n", warning.code, warning.message));
+        if let Some(end) = self.stream {
+            if self.exit == Exit::SUCCESS {
+                if crate::mutants::active(crate::mutants::Mutant::StreamWithoutSummary) {
+                    return (Vec::new(), String::new());
                 }
-                let stdout = match &self.error {
-                    None => text_of(&self.data),
-                    Some(failure) => {
-                        stderr.push_str(&format!("error: {}: {}\n", failure.code, failure.message));
-                        if let Some(suggestion) = &failure.suggestion {
-                            stderr.push_str(&format!("  suggestion: {suggestion}\n"));
-                        }
-                        if self.data.is_null() { String::new() } else { text_of(&self.data) }
-                    }
-                };
-                (stdout.into_bytes(), stderr)
+                let mut line = serde_json::to_vec(&self.summary(end.emitted))
+                    .unwrap_or_else(|_| b"{\"_summary\":true}".to_vec());
+                line.push(b'\n');
+                return (line, String::new());
             }
+            return self.render_json();
         }
+        match mode {
+            OutputMode::Json => self.render_json(),
+            OutputMode::Text => self.render_text(),
+        }
+    }
+
+    fn render_json(&self) -> (Vec<u8>, String) {
+        let mut bytes =
+            serde_json::to_vec(&self.to_json()).unwrap_or_else(|_| b"{\"ok\":false}".to_vec());
+        bytes.push(b'\n');
+        // A one-line summary for a person watching stderr; stdout stays pure JSON.
+        let stderr = match &self.error {
+            Some(failure) => format!("error: {}: {}\n", failure.code, failure.message),
+            None => String::new(),
+        };
+        (bytes, stderr)
+    }
+
+    fn render_text(&self) -> (Vec<u8>, String) {
+        let mut stderr = String::new();
+        for warning in &self.warnings {
+            stderr.push_str(&format!("warning: {}: {}\n", warning.code, warning.message));
+        }
+        let stdout = match &self.error {
+            None => text_of(&self.data),
+            Some(failure) => {
+                stderr.push_str(&format!("error: {}: {}\n", failure.code, failure.message));
+                if let Some(suggestion) = &failure.suggestion {
+                    stderr.push_str(&format!("  suggestion: {suggestion}\n"));
+                }
+                if self.data.is_null() { String::new() } else { text_of(&self.data) }
+            }
+        };
+        (stdout.into_bytes(), stderr)
     }
 }
 

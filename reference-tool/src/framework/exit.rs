@@ -45,6 +45,8 @@ impl Exit {
     pub const INCOMPLETE: Exit = Exit(14);
     /// 128 + SIGTERM: the process was asked to stop (REQ-F-013).
     pub const SIGTERM: Exit = Exit(143);
+    /// 128 + SIGINT: the caller cancelled the call (REQ-F-069).
+    pub const SIGINT: Exit = Exit(130);
 
     /// First and last code a command may give its own meaning.
     pub const COMMAND_SPECIFIC: std::ops::RangeInclusive<u8> = 79..=125;

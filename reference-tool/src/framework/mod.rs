@@ -23,14 +23,19 @@
 //!
 //! - Adds the global options `--output json|text`, `--timeout <duration>` and
 //!   `--instance-id <id>`; `--idempotency-key` on mutating and destructive commands; `--budget`
-//!   on interruptible ones (and on no other).
+//!   on interruptible ones (and on no other); `--stream` on commands that declare
+//!   `supports_streaming` ([`stream`]: JSONL items with `_seq`, then one terminal line).
+//! - Accepts options anywhere and a scalar option repeated with the same value; different
+//!   values are ARG_ERROR 2 `CONFLICTING_OPTION` ([`options`]).
 //! - Adds the exits it may produce itself when the command did not declare them: 1, 2, 4, 10,
 //!   and for writers 6 (`IDEMPOTENCY_KEY_REUSED`) and 12 (`STATE_BUSY`).
 //! - Writes exactly one envelope (JSON mode) with `ok` and `meta.exit_code` derived from the
 //!   exit, `meta.duration_ms` and `meta.timeout_ms` always, warnings as objects; text for a
 //!   person at a terminal. Panics become a GENERAL_ERROR envelope.
 //! - Bounds the work by its wall-clock limit (TIMEOUT 10, `retryable` from the declared "10")
-//!   and answers SIGTERM with a cancellation envelope and exit 143, once.
+//!   and answers SIGTERM with a cancellation envelope and exit 143, once; SIGINT with CANCELLED,
+//!   `data.partial: true` and exit 130 (commands outside the job runtime; a stream stops at
+//!   once).
 //! - Answers a repeated writer call with the same `--idempotency-key` from its store.
 //!
 //! # Environment
@@ -107,6 +112,7 @@ pub mod options;
 pub mod registry;
 pub mod state;
 pub mod stop;
+pub mod stream;
 
 pub use app::{App, Finished, HiddenEntry};
 pub use context::{ArgValue, Args, Ctx, Failure, Invocation, Phase, Warning};

@@ -185,7 +185,7 @@ pub type FingerprintFn =
 
 /// Flag names the framework owns: a command may not declare them itself.
 pub const FRAMEWORK_FLAGS: &[&str] =
-    &["output", "timeout", "instance-id", "idempotency-key", "budget", "help", "version"];
+    &["output", "timeout", "instance-id", "idempotency-key", "budget", "stream", "help", "version"];
 
 /// The framework's default wall-clock limit for a command that declares none (REQ-F-011).
 pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
@@ -748,6 +748,15 @@ pub fn validate(mut spec: CommandSpec) -> Result<CommandSpec, RegistrationError>
                 "Sync call budget: 5s, 2000ms, 1m or milliseconds; 0 turns it off",
             )
             .env("AGENT_CALL_BUDGET_MS")
+            .framework(),
+        );
+    }
+    if spec.supports_streaming {
+        spec.flags.push(
+            FlagSpec::boolean(
+                "stream",
+                "Write one JSON object per line as items are produced, then a summary line",
+            )
             .framework(),
         );
     }

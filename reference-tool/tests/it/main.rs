@@ -11,6 +11,7 @@ mod args;
 mod budget;
 mod drop_table;
 mod envelopes;
+mod files;
 mod hostile;
 mod hostile_input;
 mod idempotency;
