@@ -73,8 +73,9 @@ pub enum Command {
 /// `conform run`.
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
-    /// The tool under test: a path, or a name looked up in PATH.
-    pub tool: OsString,
+    /// The tool under test: a path, or a name looked up in PATH (default: the profile's
+    /// `[tool] command`).
+    pub tool: Option<OsString>,
     /// The profile (default: ./conform.toml when it exists).
     #[arg(long, value_name = "FILE")]
     pub profile: Option<PathBuf>,
@@ -240,6 +241,32 @@ fn resolve_tool(tool: &OsString) -> Result<PathBuf, String> {
         .ok_or_else(|| format!("tool `{}` is not a file and is not found in PATH", path.display()))
 }
 
+/// The tool and leading arguments of the profile's `[tool] command`, for a run given no TOOL:
+/// a first element holding `/` is relative to the profile's directory, a bare one is looked up
+/// in PATH.
+fn profile_command(profile: &Profile) -> Result<(PathBuf, Vec<String>), String> {
+    let Some((program, rest)) =
+        profile.file.tool.command.as_deref().and_then(<[String]>::split_first)
+    else {
+        return Err(match &profile.path {
+            Some(path) => format!(
+                "no TOOL given and the profile {} has no `[tool] command`: name the tool (conform run TOOL)",
+                path.display()
+            ),
+            None => "no TOOL given and no profile (conform.toml) with a `[tool] command`: name the tool (conform run TOOL)".to_owned(),
+        });
+    };
+    let tool = if program.contains('/') {
+        let path = profile.base_dir().join(program);
+        resolve_tool(&path.into_os_string())
+            .map_err(|e| format!("the profile's `[tool] command`: {e}"))?
+    } else {
+        resolve_tool(&OsString::from(program))
+            .map_err(|e| format!("the profile's `[tool] command`: {e}"))?
+    };
+    Ok((tool, rest.to_vec()))
+}
+
 fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
@@ -261,8 +288,11 @@ fn load_profile(args: &RunArgs) -> Result<Profile, String> {
 
 fn run_command(args: &RunArgs, started: Instant) -> Result<u8, ArgError> {
     let fail = |m: String| ArgError::new(m, args.format);
-    let tool = resolve_tool(&args.tool).map_err(fail)?;
     let profile = load_profile(args).map_err(fail)?;
+    let (tool, leading_args) = match &args.tool {
+        Some(tool) => (resolve_tool(tool).map_err(fail)?, Vec::new()),
+        None => profile_command(&profile).map_err(fail)?,
+    };
     let catalogue = catalogue()?;
     let planned = plan::plan(&catalogue, &args.only, &args.skip, &profile)
         .map_err(|e| fail(e.to_string()))?;
@@ -294,7 +324,7 @@ fn run_command(args: &RunArgs, started: Instant) -> Result<u8, ArgError> {
     if let Err(e) = crate::interrupt::install() {
         eprintln!("conform: warning: {e}; an interrupted run may leave processes behind");
     }
-    let engine = Engine::new(tool.clone(), profile, args.keep_sandboxes);
+    let engine = Engine::with_command(tool.clone(), leading_args, profile, args.keep_sandboxes);
     let stream = EventStream::start(reporters);
     let events = stream.sender();
     let jobs = usize::from(args.jobs);

@@ -52,6 +52,11 @@ pub struct ToolSection {
     /// The flag that selects an instance (e.g. `--instance-id`); wins over `instance_env`.
     #[serde(default)]
     pub instance_flag: Option<String>,
+    /// The tool and its leading arguments, used when `conform run` is given no TOOL: a first
+    /// element holding `/` is a path relative to the profile, a bare one is looked up in
+    /// `PATH`; the rest go before the arguments of every invocation of the tool.
+    #[serde(default)]
+    pub command: Option<Vec<String>>,
 }
 
 /// `[roles.*]`: one optional table per known role.
@@ -140,6 +145,79 @@ pub struct Kit {
     pub setup: Vec<String>,
     /// Files or directories (relative to the profile) copied into the sandbox of a scenario
     /// that runs any kit probe.
+    #[serde(default)]
+    pub fixtures: Vec<String>,
+    /// The limit of every kit probe step, in seconds, in `(0, 120]`: a run still going then is
+    /// killed and fails (a hang), as in the kit. Default: conform's own step limit.
+    #[serde(default)]
+    pub timeout_seconds: Option<f64>,
+    /// The arguments that print the manifest (default `["manifest"]`); discovery uses them.
+    #[serde(default)]
+    pub manifest: Option<Vec<String>>,
+    /// Commands whose stdout is a JSONL stream (REQ-O-004).
+    #[serde(default)]
+    pub stream: Vec<StreamProbe>,
+    /// A side-effect-free command and a global option to move around it (REQ-F-067, F-079).
+    #[serde(default)]
+    pub argument_order: Option<ArgumentOrder>,
+}
+
+/// The longest `[kit] timeout_seconds` (the kit's own bound).
+pub const MAX_KIT_TIMEOUT_SECONDS: f64 = 120.0;
+
+/// The longest `deadline_seconds` of a stream probe.
+pub const MAX_STREAM_DEADLINE_SECONDS: f64 = 600.0;
+
+/// The only signal a stream probe may ask for.
+pub const STREAM_SIGNAL: &str = "INT";
+
+/// `[[kit.stream]]`: a command whose stdout is a JSONL stream.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StreamProbe {
+    /// Arguments after the tool.
+    pub argv: Vec<String>,
+    /// How long the stream may run before its process group is killed (a failure), in
+    /// seconds, in `(0, 600]`; default `[kit] timeout_seconds`, else conform's step limit.
+    #[serde(default)]
+    pub deadline_seconds: Option<f64>,
+    /// `"INT"`: send SIGINT to the tool's process after `after_lines` stdout lines.
+    #[serde(default)]
+    pub signal: Option<String>,
+    /// How many stdout lines are read before the signal is sent (at least 1).
+    #[serde(default)]
+    pub after_lines: Option<u64>,
+    /// Shell commands run (`sh -c`) in the sandbox before a scenario that runs stream probes.
+    #[serde(default)]
+    pub setup: Vec<String>,
+    /// Files or directories (relative to the profile) copied into the sandbox of a scenario
+    /// that runs stream probes.
+    #[serde(default)]
+    pub fixtures: Vec<String>,
+}
+
+/// `[kit.argument_order]`: what the argument-order scenarios move around.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArgumentOrder {
+    /// The command's path words (e.g. `["files"]`), non-empty.
+    pub command_path: Vec<String>,
+    /// A command-local option and its value (e.g. `["--limit", "3"]`).
+    pub local_args: Vec<String>,
+    /// A global long option (e.g. `--output`).
+    pub global_flag: String,
+    /// A value of it whose stdout is one envelope (e.g. `json`).
+    pub value: String,
+    /// Another accepted value giving different stdout (e.g. `text`).
+    pub alternate_value: String,
+    /// A positional of the command, for the option-after-positional checks.
+    #[serde(default)]
+    pub positional: Option<String>,
+    /// Shell commands run (`sh -c`) in the sandbox before a scenario that uses it.
+    #[serde(default)]
+    pub setup: Vec<String>,
+    /// Files or directories (relative to the profile) copied into the sandbox of a scenario
+    /// that uses it.
     #[serde(default)]
     pub fixtures: Vec<String>,
 }
@@ -245,7 +323,14 @@ impl Profile {
         })?;
         let profile = Profile {
             path: Some(path.to_path_buf()),
-            file: ProfileFile { kit, ..ProfileFile::default() },
+            file: ProfileFile {
+                tool: ToolSection {
+                    command: Some(parsed.command.clone()),
+                    ..ToolSection::default()
+                },
+                kit,
+                ..ProfileFile::default()
+            },
         };
         profile.validate().map_err(|(key, message)| ProfileError {
             file: shown,
@@ -309,46 +394,138 @@ impl Profile {
             }
             self.check_preparation(&role.fixtures, &role.setup, &format!("role `{name}`"), at)?;
         }
+        if let Some(command) = &tool.command
+            && (command.is_empty() || command.iter().any(|c| c.trim().is_empty()))
+        {
+            return Err((
+                Some("command".into()),
+                "`[tool] command` needs at least one element, none of them blank".into(),
+            ));
+        }
         let kit = &self.file.kit;
-        for argv in kit.read.iter().chain(&kit.invalid) {
-            if argv.is_empty() {
-                return Err((Some("kit".into()), "a kit probe has an empty argv".into()));
-            }
+        for argv in &kit.read {
+            self.check_probe(argv, false, "a read probe", "read", &[], &[])?;
+        }
+        for argv in &kit.invalid {
+            self.check_probe(argv, false, "an invalid probe", "invalid", &[], &[])?;
         }
         for probe in &kit.destructive {
-            if probe.argv.is_empty() {
-                return Err((
-                    Some("destructive".into()),
-                    "a destructive probe has an empty argv".into(),
-                ));
-            }
+            self.check_probe(
+                &probe.argv,
+                true,
+                "a destructive probe",
+                "destructive",
+                &probe.fixtures,
+                &probe.setup,
+            )?;
             if !probe.dry_run_flag.starts_with('-') {
                 return Err((
                     Some("dry_run_flag".into()),
                     format!("`{}` is not a flag (like --dry-run)", probe.dry_run_flag),
                 ));
             }
-            self.check_preparation(
+        }
+        if let Some(t) = kit.timeout_seconds
+            && !(t > 0.0 && t <= MAX_KIT_TIMEOUT_SECONDS)
+        {
+            return Err((
+                Some("timeout_seconds".into()),
+                format!("`timeout_seconds` {t} is not in (0, {MAX_KIT_TIMEOUT_SECONDS}]"),
+            ));
+        }
+        if let Some(manifest) = &kit.manifest
+            && (manifest.is_empty() || manifest.iter().any(|a| a.trim().is_empty()))
+        {
+            return Err((
+                Some("manifest".into()),
+                "`manifest` needs at least one argument, none of them blank".into(),
+            ));
+        }
+        for probe in &kit.stream {
+            self.check_probe(
+                &probe.argv,
+                false,
+                "a stream probe",
+                "stream",
                 &probe.fixtures,
                 &probe.setup,
-                "a destructive probe",
-                Some("destructive".into()),
             )?;
+            check_stream_probe(probe)?;
         }
-        let destructive = kit.destructive.iter().map(|p| (&p.argv, true));
-        let others = kit.read.iter().chain(&kit.invalid).map(|argv| (argv, false));
-        for (argv, destructive) in destructive.chain(others) {
-            if let Some(bad) = argv.iter().find(|a| is_confirmation(a, destructive)) {
-                return Err((
-                    Some(bad.clone()),
-                    format!(
-                        "a kit probe must not confirm itself (`{bad}`): conform never confirms a destructive command"
-                    ),
-                ));
-            }
+        if let Some(order) = &kit.argument_order {
+            self.check_argument_order(order)?;
         }
         self.check_preparation(&kit.fixtures, &kit.setup, "`[kit]`", Some("kit".into()))?;
         Ok(())
+    }
+
+    /// What every kit probe must be, whatever its kind: a non-empty argv that does not confirm
+    /// itself (the short forms count in a destructive probe), and usable fixtures and setup.
+    /// `owner` names the probe in messages, `key` is the key to locate.
+    fn check_probe(
+        &self,
+        argv: &[String],
+        destructive: bool,
+        owner: &str,
+        key: &str,
+        fixtures: &[String],
+        setup: &[String],
+    ) -> Result<(), (Option<String>, String)> {
+        if argv.is_empty() {
+            return Err((Some(key.into()), format!("{owner} has an empty argv")));
+        }
+        if let Some(bad) = argv.iter().find(|a| is_confirmation(a, destructive)) {
+            return Err((
+                Some(bad.clone()),
+                format!(
+                    "a kit probe must not confirm itself (`{bad}`): conform never confirms a destructive command"
+                ),
+            ));
+        }
+        self.check_preparation(fixtures, setup, owner, Some(key.into()))
+    }
+
+    /// `[kit.argument_order]`: every part present and usable, the two values different.
+    fn check_argument_order(&self, order: &ArgumentOrder) -> Result<(), (Option<String>, String)> {
+        let at = |k: &str| Some(k.to_owned());
+        if order.command_path.is_empty() || order.command_path.iter().any(|w| w.trim().is_empty()) {
+            return Err((at("command_path"), "`command_path` needs non-blank words".into()));
+        }
+        if order.local_args.is_empty() || order.local_args.iter().any(|w| w.is_empty()) {
+            return Err((
+                at("local_args"),
+                "`local_args` needs a command-local option (and its value)".into(),
+            ));
+        }
+        let flag = &order.global_flag;
+        if !flag.starts_with("--") || flag.len() < 3 || flag.contains(char::is_whitespace) {
+            return Err((at("global_flag"), format!("`{flag}` is not a long option (--...)")));
+        }
+        if order.value.is_empty() || order.alternate_value.is_empty() {
+            return Err((at("value"), "`value` and `alternate_value` must not be empty".into()));
+        }
+        if order.value == order.alternate_value {
+            return Err((
+                at("alternate_value"),
+                format!(
+                    "`alternate_value` equals `value` (`{}`): it must give different stdout",
+                    order.value
+                ),
+            ));
+        }
+        if order.positional.as_deref().is_some_and(str::is_empty) {
+            return Err((at("positional"), "`positional` is empty".into()));
+        }
+        let words = order.command_path.iter().chain(&order.local_args).chain(&order.positional);
+        let all: Vec<String> = words.cloned().chain([flag.clone()]).collect();
+        self.check_probe(
+            &all,
+            false,
+            "`[kit.argument_order]`",
+            "argument_order",
+            &order.fixtures,
+            &order.setup,
+        )
     }
 
     /// Fixtures must exist and have a file name; setup lines must not be blank. `owner` names
@@ -387,6 +564,40 @@ impl Profile {
 fn is_confirmation(arg: &str, destructive: bool) -> bool {
     let flag = arg.split_once('=').map_or(arg, |(flag, _)| flag);
     CONFIRMATION_FLAGS.contains(&flag) || (destructive && SHORT_CONFIRMATION_FLAGS.contains(&flag))
+}
+
+/// A stream probe's own rules: the deadline in range, `signal` only `INT` and only together
+/// with `after_lines` (at least 1).
+fn check_stream_probe(probe: &StreamProbe) -> Result<(), (Option<String>, String)> {
+    if let Some(d) = probe.deadline_seconds
+        && !(d > 0.0 && d <= MAX_STREAM_DEADLINE_SECONDS)
+    {
+        return Err((
+            Some("deadline_seconds".into()),
+            format!("`deadline_seconds` {d} is not in (0, {MAX_STREAM_DEADLINE_SECONDS}]"),
+        ));
+    }
+    if let Some(signal) = &probe.signal
+        && signal != STREAM_SIGNAL
+    {
+        return Err((
+            Some("signal".into()),
+            format!(
+                "`signal` `{signal}` is not `{STREAM_SIGNAL}` (the only one a stream probe sends)"
+            ),
+        ));
+    }
+    match (&probe.signal, probe.after_lines) {
+        (Some(_), None) => Err((
+            Some("signal".into()),
+            "`signal` needs `after_lines` (how many lines to read first)".into(),
+        )),
+        (None, Some(_)) => Err((Some("after_lines".into()), "`after_lines` needs `signal`".into())),
+        (_, Some(0)) => {
+            Err((Some("after_lines".into()), "`after_lines` must be at least 1".into()))
+        }
+        _ => Ok(()),
+    }
 }
 
 fn valid_env_name(name: &str) -> bool {

@@ -81,6 +81,9 @@ pub type Finisher<'a> = dyn Fn(&mut ScenarioResult, Option<&Path>) + Sync + 'a;
 pub struct Engine {
     /// The tool under test (absolute when it was given as a path).
     pub tool: PathBuf,
+    /// Arguments before every other argument of every invocation of the tool (the rest of the
+    /// profile's `[tool] command`, when the tool came from there).
+    pub leading_args: Vec<String>,
     /// The profile (possibly empty).
     pub profile: Profile,
     /// The commands the manifest declares (empty when it could not be read).
@@ -94,8 +97,20 @@ pub struct Engine {
 impl Engine {
     /// An engine for this tool and profile; reads the manifest once.
     pub fn new(tool: PathBuf, profile: Profile, keep_sandboxes: bool) -> Self {
+        Self::with_command(tool, Vec::new(), profile, keep_sandboxes)
+    }
+
+    /// An engine whose every invocation of the tool starts with `leading_args` (the profile's
+    /// `[tool] command` after its first element); reads the manifest once.
+    pub fn with_command(
+        tool: PathBuf,
+        leading_args: Vec<String>,
+        profile: Profile,
+        keep_sandboxes: bool,
+    ) -> Self {
         let mut engine = Engine {
             tool,
+            leading_args,
             profile,
             commands: Commands::default(),
             calibrator: Calibrator::new(),
@@ -108,13 +123,25 @@ impl Engine {
     fn discover(&self) -> Commands {
         // Only scenario and calibration sandboxes are worth keeping for a look.
         let Ok(sandbox) = self.sandbox_for(&[], &[], false) else { return Commands::default() };
+        let mut argv = self.tool_argv(&self.tool);
+        match &self.profile.file.kit.manifest {
+            Some(args) => argv.extend(args.iter().cloned()),
+            None => argv.push("manifest".to_owned()),
+        }
         let mut inv =
-            sandbox.invocation(Program::Argv(vec![self.tool.clone().into(), "manifest".into()]));
+            sandbox.invocation(Program::Argv(argv.into_iter().map(OsString::from).collect()));
         inv.timeout = DISCOVERY_LIMIT;
         match exec::run(&inv).ok().and_then(|o| checks::parse_stdout(&o).ok()) {
             Some(response) => Commands::from_manifest(&response),
             None => Commands::default(),
         }
+    }
+
+    /// The tool and the leading arguments of every invocation of it.
+    fn tool_argv(&self, tool: &Path) -> Vec<String> {
+        let mut argv = vec![tool.display().to_string()];
+        argv.extend(self.leading_args.iter().cloned());
+        argv
     }
 
     /// A sandbox prepared for these roles and kit probes: tool env, fixtures copied, setup run;
@@ -226,7 +253,7 @@ impl Engine {
     fn measure(&self, role_name: &str) -> Result<Calibration, String> {
         let role = self.profile.role(role_name).ok_or_else(|| format!("no role `{role_name}`"))?;
         let sandbox = self.sandbox_for(&[role_name], &[], self.keep_sandboxes)?;
-        let mut argv = vec![self.tool.display().to_string()];
+        let mut argv = self.tool_argv(&self.tool);
         argv.extend(role.argv.iter().cloned());
         // A role whose command declares no interruption has no --budget flag (CONTRACT §2):
         // its plain run is its calibration.
@@ -760,7 +787,7 @@ impl ScenarioState<'_> {
             Some(dir) => self.tool_link(dir)?,
             None => engine.tool.clone(),
         };
-        let mut argv: Vec<String> = vec![tool.display().to_string()];
+        let mut argv: Vec<String> = engine.tool_argv(&tool);
         argv.extend(prefix.iter().cloned());
         argv.extend(args);
         let mut env = self.base_env.clone();
@@ -801,7 +828,12 @@ impl ScenarioState<'_> {
             self.work.clone(),
         );
         inv.stdin = stdin;
-        inv.timeout = self.limit(r.limit.as_deref())?;
+        // A kit probe runs under the kit's limit when the profile sets one: a run still going
+        // then is a hang, killed and failed, as the kit does.
+        inv.timeout = match (probe, engine.profile.file.kit.timeout_seconds) {
+            (Some(_), Some(seconds)) => Duration::from_secs_f64(seconds),
+            _ => self.limit(r.limit.as_deref())?,
+        };
         let kill = match &r.kill_group {
             Some(k) => Some((
                 self.duration(&k.after)?,
@@ -1005,12 +1037,13 @@ impl ScenarioState<'_> {
             .collect();
         if self.engine.commands.by_path.contains_key("job.cancel") {
             for id in bare_ids {
-                let argv = vec![
-                    self.engine.tool.clone().into_os_string(),
-                    "job".into(),
-                    "cancel".into(),
-                    id.into(),
-                ];
+                let mut argv: Vec<OsString> = self
+                    .engine
+                    .tool_argv(&self.engine.tool)
+                    .into_iter()
+                    .map(OsString::from)
+                    .collect();
+                argv.extend(["job".into(), "cancel".into(), id.into()]);
                 invocations.push(Invocation::new(
                     Program::Argv(argv),
                     env.clone(),

@@ -6,21 +6,24 @@
 //! `--profile` ending in `.json` is read in this format and its probes become the profile's
 //! `[kit]`. It names no roles, so the §79 scenarios that need one are skipped with the reason.
 //!
-//! `command` and `timeout_seconds` are checked but not used: `conform run TOOL` names the tool,
-//! and conform bounds every step itself. `manifest` is not needed either: conform always asks
-//! `TOOL manifest`.
+//! Every field maps onto the TOML profile: `command` is `[tool] command` (what `conform run`
+//! runs when given no TOOL), `timeout_seconds` is `[kit] timeout_seconds` (the limit of every
+//! kit probe step), `manifest` is `[kit] manifest` (what discovery asks), probes of kind
+//! `stream` (with `deadline_seconds`, and `signal` with `after_lines`) are `[[kit.stream]]`,
+//! and the top-level `argument_order` object is `[kit.argument_order]` (without setup or
+//! fixtures, which the kit does not have). A key that belongs to another kind of probe is
+//! refused, as is anything the TOML profile refuses.
 
 use std::collections::BTreeSet;
 
 use serde::Deserialize;
 
-use super::{DestructiveProbe, Kit};
+use super::{ArgumentOrder, DestructiveProbe, Kit, StreamProbe};
 
 /// The only format version the kit defines.
 pub const KIT_PROFILE_VERSION: &str = "1.0";
 
-/// The kit's bound on `timeout_seconds`.
-const MAX_TIMEOUT_SECONDS: f64 = 120.0;
+use super::MAX_KIT_TIMEOUT_SECONDS as MAX_TIMEOUT_SECONDS;
 
 /// A kit profile as written.
 #[derive(Debug, Clone, Deserialize)]
@@ -39,6 +42,29 @@ pub struct KitProfile {
     pub manifest: Option<Vec<String>>,
     /// The probes.
     pub probes: Vec<KitProbe>,
+    /// The command and global option the argument-order checks move around.
+    #[serde(default)]
+    pub argument_order: Option<KitArgumentOrder>,
+}
+
+/// The kit's `argument_order` object (the fields of `[kit.argument_order]` but setup and
+/// fixtures).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KitArgumentOrder {
+    /// The command's path words.
+    pub command_path: Vec<String>,
+    /// A command-local option and its value.
+    pub local_args: Vec<String>,
+    /// A global long option.
+    pub global_flag: String,
+    /// A value whose stdout is one envelope.
+    pub value: String,
+    /// Another accepted value with different stdout.
+    pub alternate_value: String,
+    /// A positional, for the option-after-positional check.
+    #[serde(default)]
+    pub positional: Option<String>,
 }
 
 /// What a correct tool does with a probe.
@@ -51,6 +77,8 @@ pub enum KitProbeKind {
     Invalid,
     /// Refuses until confirmed; previews with its dry-run flag.
     Destructive,
+    /// Writes a JSONL stream (REQ-O-004) on stdout.
+    Stream,
 }
 
 /// One probe of a kit profile.
@@ -66,6 +94,15 @@ pub struct KitProbe {
     /// The flag that turns a destructive probe into a preview (required for those).
     #[serde(default)]
     pub dry_run_flag: Option<String>,
+    /// Stream probes only: how long the stream may run, in seconds.
+    #[serde(default)]
+    pub deadline_seconds: Option<f64>,
+    /// Stream probes only: `"INT"`, sent after `after_lines` lines.
+    #[serde(default)]
+    pub signal: Option<String>,
+    /// Stream probes only: how many lines are read before the signal.
+    #[serde(default)]
+    pub after_lines: Option<u64>,
 }
 
 impl KitProfile {
@@ -102,6 +139,19 @@ impl KitProfile {
                     format!("two probes are named `{}`", probe.name),
                 ));
             }
+            let stream_keys = [
+                ("deadline_seconds", probe.deadline_seconds.is_some()),
+                ("signal", probe.signal.is_some()),
+                ("after_lines", probe.after_lines.is_some()),
+            ];
+            if probe.kind != KitProbeKind::Stream
+                && let Some((key, _)) = stream_keys.iter().find(|(_, set)| *set)
+            {
+                return Err((
+                    Some((*key).to_owned()),
+                    format!("probe `{}`: `{key}` belongs to stream probes only", probe.name),
+                ));
+            }
             match (probe.kind, &probe.dry_run_flag) {
                 (KitProbeKind::Read, _) => kit.read.push(probe.argv.clone()),
                 (KitProbeKind::Invalid, _) => kit.invalid.push(probe.argv.clone()),
@@ -116,8 +166,35 @@ impl KitProfile {
                         format!("destructive probe `{}` has no `dry_run_flag`", probe.name),
                     ));
                 }
+                (KitProbeKind::Stream, Some(_)) => {
+                    return Err((
+                        Some("dry_run_flag".into()),
+                        format!(
+                            "stream probe `{}`: `dry_run_flag` belongs to destructive probes",
+                            probe.name
+                        ),
+                    ));
+                }
+                (KitProbeKind::Stream, None) => kit.stream.push(StreamProbe {
+                    argv: probe.argv.clone(),
+                    deadline_seconds: probe.deadline_seconds,
+                    signal: probe.signal.clone(),
+                    after_lines: probe.after_lines,
+                    ..StreamProbe::default()
+                }),
             }
         }
+        kit.timeout_seconds = Some(self.timeout_seconds);
+        kit.manifest.clone_from(&self.manifest);
+        kit.argument_order = self.argument_order.as_ref().map(|o| ArgumentOrder {
+            command_path: o.command_path.clone(),
+            local_args: o.local_args.clone(),
+            global_flag: o.global_flag.clone(),
+            value: o.value.clone(),
+            alternate_value: o.alternate_value.clone(),
+            positional: o.positional.clone(),
+            ..ArgumentOrder::default()
+        });
         Ok(kit)
     }
 }

@@ -331,3 +331,254 @@ fn reftools_profile_loads_and_validates_against_the_schema() {
     let text = std::fs::read_to_string(&path).unwrap();
     assert!(errors(&validator("profile.json"), &toml_json(&text)).is_empty());
 }
+
+/// A profile with every key of the kit's last three checks.
+const K3: &str = r#"
+[tool]
+command = ["./bin/tool", "--lead"]
+
+[kit]
+timeout_seconds = 5
+manifest = ["describe"]
+
+[[kit.stream]]
+argv = ["files", ".", "--stream"]
+deadline_seconds = 20
+signal = "INT"
+after_lines = 3
+setup = ["true"]
+fixtures = ["data.csv"]
+
+[kit.argument_order]
+command_path = ["files"]
+local_args = ["--limit", "3"]
+global_flag = "--output"
+value = "json"
+alternate_value = "text"
+positional = "site"
+"#;
+
+#[test]
+fn the_k3_keys_load_and_validate() {
+    let (_dir, path) = in_dir(K3);
+    let profile = Profile::load(&path).unwrap();
+    assert_eq!(profile.file.tool.command.as_deref().unwrap(), ["./bin/tool", "--lead"]);
+    let kit = &profile.file.kit;
+    assert_eq!(kit.timeout_seconds, Some(5.0));
+    assert_eq!(kit.manifest.as_deref().unwrap(), ["describe"]);
+    assert_eq!(kit.stream[0].after_lines, Some(3));
+    assert_eq!(kit.argument_order.as_ref().unwrap().alternate_value, "text");
+    assert!(errors(&validator("profile.json"), &toml_json(K3)).is_empty());
+}
+
+#[rstest]
+#[case::empty_command("[\"./bin/tool\", \"--lead\"]", "[]", Some(3), true)]
+#[case::blank_command("\"--lead\"", "\" \"", Some(3), true)]
+#[case::timeout_zero("timeout_seconds = 5", "timeout_seconds = 0", Some(6), true)]
+#[case::timeout_too_long("timeout_seconds = 5", "timeout_seconds = 121", Some(6), true)]
+#[case::empty_manifest("manifest = [\"describe\"]", "manifest = []", Some(7), true)]
+#[case::stream_empty_argv("[\"files\", \".\", \"--stream\"]", "[]", Some(9), true)]
+#[case::stream_confirms("\"--stream\"]", "\"--stream\", \"--yes\"]", Some(10), true)]
+#[case::deadline_too_long("deadline_seconds = 20", "deadline_seconds = 601", Some(11), true)]
+#[case::other_signal("signal = \"INT\"", "signal = \"TERM\"", Some(12), true)]
+#[case::signal_alone("after_lines = 3\n", "", Some(12), true)]
+#[case::lines_alone("signal = \"INT\"\n", "", Some(12), true)]
+#[case::zero_lines("after_lines = 3", "after_lines = 0", Some(13), true)]
+#[case::stream_fixture_missing("[\"data.csv\"]", "[\"gone.csv\"]", Some(15), false)]
+#[case::stream_unknown_key("after_lines = 3", "after_lines = 3\nlines = 3", Some(14), true)]
+#[case::empty_path("command_path = [\"files\"]", "command_path = []", Some(18), true)]
+#[case::no_local_args("local_args = [\"--limit\", \"3\"]", "local_args = []", Some(19), true)]
+#[case::short_global("global_flag = \"--output\"", "global_flag = \"-o\"", Some(20), true)]
+#[case::same_values("alternate_value = \"text\"", "alternate_value = \"json\"", Some(22), false)]
+#[case::empty_positional("positional = \"site\"", "positional = \"\"", Some(23), true)]
+#[case::order_unknown_key(
+    "positional = \"site\"",
+    "positional = \"site\"\nother = 1",
+    Some(24),
+    true
+)]
+fn a_bad_k3_key_is_refused_with_its_place(
+    #[case] from: &str,
+    #[case] to: &str,
+    #[case] line: Option<usize>,
+    #[case] schema_too: bool,
+) {
+    assert!(K3.contains(from), "{from}");
+    let text = K3.replacen(from, to, 1);
+    let (_dir, path) = in_dir(&text);
+    let err = Profile::load(&path).unwrap_err();
+    assert_eq!(err.location.map(|(l, _)| l), line, "{err}");
+    if schema_too && let Ok(v) = toml::from_str::<toml::Value>(&text) {
+        let errs = errors(&validator("profile.json"), &serde_json::to_value(v).unwrap());
+        assert!(!errs.is_empty(), "the schema accepted:\n{text}");
+    }
+}
+
+/// A tool that logs each invocation's arguments to `calls.log` beside it and answers a
+/// manifest-less envelope.
+fn logging_tool(dir: &Path, rel: &str) -> std::path::PathBuf {
+    let tool = dir.join(rel);
+    std::fs::create_dir_all(tool.parent().unwrap()).unwrap();
+    let log = dir.join("calls.log");
+    std::fs::write(
+        &tool,
+        format!(
+            "#!/bin/sh\necho \"$*\" >> '{}'\nprintf '{{\"ok\":true,\"data\":{{}},\"error\":null,\"warnings\":[],\"meta\":{{}}}}\\n'\n",
+            log.display()
+        ),
+    )
+    .unwrap();
+    let mut perms = std::fs::metadata(&tool).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(&tool, perms).unwrap();
+    tool
+}
+
+#[test]
+fn without_a_tool_the_profile_command_runs_with_its_leading_arguments() {
+    let dir = tempfile::tempdir().unwrap();
+    logging_tool(dir.path(), "bin/tool");
+    let profile = dir.path().join("conform.toml");
+    std::fs::write(
+        &profile,
+        "[tool]\ncommand = [\"./bin/tool\", \"--lead\"]\n\n[kit]\nmanifest = [\"describe\", \"all\"]\nread = [[\"version\"]]\n",
+    )
+    .unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let out = conform()
+        .current_dir(elsewhere.path())
+        .args(["run", "--profile"])
+        .arg(&profile)
+        .args(["--only", "read-probes-end-with-stdin-closed", "--format", "json"])
+        .output()
+        .unwrap();
+    let report = stdout_json(&out);
+    assert_eq!(code(&out), 0, "{report:#}");
+    let log = std::fs::read_to_string(dir.path().join("calls.log")).unwrap();
+    let lines: Vec<&str> = log.lines().collect();
+    assert_eq!(lines.first(), Some(&"--lead describe all"), "discovery: {log}");
+    assert!(lines.contains(&"--lead version"), "the probe: {log}");
+    assert!(lines.iter().all(|l| l.starts_with("--lead ")), "{log}");
+}
+
+#[test]
+fn without_a_tool_or_a_command_run_is_a_usage_error() {
+    let (dir, path) = in_dir("[kit]\nread = [[\"version\"]]\n");
+    let out = conform()
+        .current_dir(dir.path())
+        .args(["run", "--profile"])
+        .arg(&path)
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 2);
+    let envelope = stdout_json(&out);
+    assert_eq!(envelope["error"]["code"], "ARG_ERROR");
+    assert!(envelope["error"]["message"].as_str().unwrap().contains("[tool] command"));
+    // No profile at all: the same, in words.
+    let empty = tempfile::tempdir().unwrap();
+    let out = conform().current_dir(empty.path()).arg("run").output().unwrap();
+    assert_eq!(code(&out), 2);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no TOOL"));
+}
+
+#[test]
+fn a_kit_probe_beyond_the_kit_timeout_is_killed_and_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let tool = dir.path().join("slow");
+    std::fs::write(&tool, "#!/bin/sh\nsleep 20\n").unwrap();
+    let mut perms = std::fs::metadata(&tool).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(&tool, perms).unwrap();
+    let profile = dir.path().join("conform.toml");
+    std::fs::write(&profile, "[kit]\ntimeout_seconds = 1\nread = [[\"version\"]]\n").unwrap();
+    let started = std::time::Instant::now();
+    let out = conform()
+        .current_dir(dir.path())
+        .arg("run")
+        .arg(&tool)
+        .args(["--profile"])
+        .arg(&profile)
+        .args(["--only", "read-probes-end-with-stdin-closed", "--format", "json"])
+        .output()
+        .unwrap();
+    let report = stdout_json(&out);
+    assert_eq!(crate::support::status_of(&report, "read-probes-end-with-stdin-closed"), "fail");
+    let findings = report["data"]["scenarios"][0]["findings"].to_string();
+    assert!(findings.contains("timeout"), "{report:#}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(18), "the kit's limit was not used");
+}
+
+#[test]
+fn a_kit_profile_maps_command_timeout_manifest_streams_and_argument_order() {
+    let text = KIT_PROFILE
+        .replacen(
+            r#"{ "name": "greet", "argv": ["greet"], "kind": "read" },"#,
+            r#"{ "name": "greet", "argv": ["greet"], "kind": "read" },
+    { "name": "list", "argv": ["list", "--stream"], "kind": "stream", "deadline_seconds": 9, "signal": "INT", "after_lines": 2 },"#,
+            1,
+        )
+        .replacen(
+            r#""probes": ["#,
+            r#""argument_order": { "command_path": ["list"], "local_args": ["--limit", "2"], "global_flag": "--output", "value": "json", "alternate_value": "text", "positional": "." },
+  "probes": ["#,
+            1,
+        );
+    let (_dir, path) = kit_in_dir(&text);
+    let profile = Profile::load(&path).unwrap();
+    assert_eq!(profile.file.tool.command.as_deref().unwrap(), ["faketool"]);
+    let kit = &profile.file.kit;
+    assert_eq!(kit.timeout_seconds, Some(5.0));
+    assert_eq!(kit.manifest.as_deref().unwrap(), ["manifest"]);
+    assert_eq!(kit.stream.len(), 1);
+    assert_eq!(kit.stream[0].argv, ["list", "--stream"]);
+    assert_eq!(kit.stream[0].deadline_seconds, Some(9.0));
+    assert_eq!(kit.stream[0].signal.as_deref(), Some("INT"));
+    assert_eq!(kit.stream[0].after_lines, Some(2));
+    let order = kit.argument_order.as_ref().unwrap();
+    assert_eq!(order.command_path, ["list"]);
+    assert_eq!(order.positional.as_deref(), Some("."));
+}
+
+#[rstest]
+#[case::signal_on_read(
+    r#""kind": "read" }"#,
+    r#""kind": "read", "signal": "INT", "after_lines": 1 }"#,
+    "stream probes only"
+)]
+#[case::deadline_on_invalid(
+    r#""kind": "invalid" }"#,
+    r#""kind": "invalid", "deadline_seconds": 3 }"#,
+    "stream probes only"
+)]
+#[case::dry_run_on_stream(
+    r#""kind": "read" }"#,
+    r#""kind": "stream", "dry_run_flag": "--dry-run" }"#,
+    "dry_run_flag"
+)]
+#[case::signal_without_lines(
+    r#""kind": "read" }"#,
+    r#""kind": "stream", "signal": "INT" }"#,
+    "after_lines"
+)]
+#[case::lines_without_signal(
+    r#""kind": "read" }"#,
+    r#""kind": "stream", "after_lines": 2 }"#,
+    "signal"
+)]
+#[case::same_values(
+    r#""probes": ["#,
+    r#""argument_order": { "command_path": ["x"], "local_args": ["-n", "1"], "global_flag": "--output", "value": "json", "alternate_value": "json" }, "probes": ["#,
+    "alternate_value"
+)]
+#[case::order_setup(
+    r#""probes": ["#,
+    r#""argument_order": { "command_path": ["x"], "local_args": ["-n", "1"], "global_flag": "--output", "value": "json", "alternate_value": "text", "setup": ["true"] }, "probes": ["#,
+    "kit profile"
+)]
+fn a_broken_k3_kit_profile_is_refused(#[case] from: &str, #[case] to: &str, #[case] says: &str) {
+    assert!(KIT_PROFILE.contains(from), "{from}");
+    let (_dir, path) = kit_in_dir(&KIT_PROFILE.replacen(from, to, 1));
+    let err = Profile::load(&path).unwrap_err();
+    assert!(err.to_string().contains(says), "{err}");
+}
