@@ -60,7 +60,7 @@ impl StreamSink {
             return Err(Failure::internal("a stream item must be a JSON object"));
         };
         let mut seq = state.last_seq + 1;
-        if crate::mutants::active(crate::mutants::Mutant::StreamSeqSkips) && seq >= 3 {
+        if crate::mutants::active(crate::mutants::Mutant::StreamSeqSkips) && seq == 3 {
             seq += 1;
         }
         map.insert("_seq".into(), json!(seq));

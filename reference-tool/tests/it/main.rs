@@ -19,6 +19,8 @@ mod jobs;
 mod manifest;
 mod migrate;
 mod modes;
+#[cfg(feature = "mutants")]
+mod mutants;
 mod reliability;
 mod reliability_heavy;
 mod repeats;
