@@ -12,7 +12,8 @@
 //! Benchmarks (optimized builds): `cargo bench -p reftool --bench startup` (start-up against
 //! `/bin/true`), `--bench handoff` (budget overshoot of a detached and a resume-only call,
 //! SIGTERM handoff, `job wait` wake-up; target budget + 50 ms), `--bench wake` (the doorbell
-//! wake-up alone).
+//! wake-up alone), `--bench stream` (time to the first line of `files --stream` against the
+//! whole list).
 
 // `Failure` is the error response itself, built at most once per process; keeping it a plain
 // struct (not boxed) keeps command code simple, and its size costs nothing measurable.
