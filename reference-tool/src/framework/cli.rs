@@ -205,8 +205,25 @@ pub fn parse(command: Command, registry: &Registry, argv: &[OsString]) -> Result
                     } else {
                         first.trim_start_matches("error: ").trim().to_owned()
                     };
-                    let failure = Failure::arg(code_of(kind), message)
-                        .suggestion(suggestion_of(&error, &tool));
+                    // `--stream` on a command that cannot stream (REQ-O-004) says so.
+                    let stream_refused = kind == ErrorKind::UnknownArgument
+                        && matches!(
+                            error.get(ContextKind::InvalidArg),
+                            Some(ContextValue::String(arg)) if arg == "--stream"
+                        );
+                    let failure = if stream_refused {
+                        Failure::arg(
+                            "STREAMING_NOT_SUPPORTED",
+                            "this command does not support --stream",
+                        )
+                        .suggestion(format!(
+                            "drop --stream; '{tool} manifest' marks the commands that stream \
+                             (supports_streaming)"
+                        ))
+                    } else {
+                        Failure::arg(code_of(kind), message)
+                            .suggestion(suggestion_of(&error, &tool))
+                    };
                     Early::Invalid { failure: Box::new(failure), usage: rendered }
                 }
             });

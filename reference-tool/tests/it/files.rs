@@ -261,7 +261,10 @@ fn the_manifest_declares_streaming_and_only_files_takes_stream() {
     assert_eq!(files["danger_level"], "safe");
     assert!(files["flags"]["stream"].is_object(), "{files}");
     assert!(files["flags"].get("budget").is_none());
-    let run = sandbox.run(&["version", "--stream"]);
-    assert_eq!(run.exit, 2);
-    assert_eq!(run.code(), "UNKNOWN_FLAG");
+    for args in [&["version", "--stream"][..], &["--stream", "version"], &["migrate", "--stream"]] {
+        let run = sandbox.run(args);
+        assert_eq!(run.exit, 2, "{args:?}");
+        run.envelope();
+        assert_eq!(run.code(), "STREAMING_NOT_SUPPORTED", "{args:?}");
+    }
 }
