@@ -31,6 +31,8 @@ pub enum StdoutProblem {
     NotJson(String),
     /// More was written than conform keeps.
     Truncated(u64),
+    /// A stream step's stdout has no terminal line (its response).
+    NoStreamTerminal,
 }
 
 /// One process a step ran, with stdout already parsed.
@@ -100,6 +102,12 @@ fn stdout_finding(problem: &StdoutProblem, obs: &Observation) -> Finding {
             "stdout-not-json",
             format!("stdout is {n} bytes, more than conform keeps; not one envelope"),
         ),
+        StdoutProblem::NoStreamTerminal => Finding::new(
+            "stdout-not-json",
+            "the stream has no terminal line (a `_summary` or an error envelope) to judge",
+        )
+        .expected("a stream ending in a terminal line")
+        .actual(excerpt),
     }
 }
 
@@ -164,7 +172,13 @@ pub fn check_one(expect: &Expect, obs: &Observation, resolve: &dyn Resolve) -> V
             .actual("still running at the limit"),
         );
     }
+    if expect.stream == Some(true) {
+        findings.extend(stream_findings(obs));
+    }
+    findings.extend(output_comparisons(expect, obs, resolve));
     let needs_json = expect.schema.is_some()
+        || expect.same_data_as.is_some()
+        || expect.data_differs_from.is_some()
         || expect.continues_verbatim == Some(true)
         || !expect.differs_from.is_empty()
         || !expect.json.is_empty()
@@ -359,6 +373,188 @@ fn json_checks(
     }
     if let Some(other) = &expect.same_response_as {
         findings.extend(same_response(obs, response, other, resolve.last_of(other)));
+    }
+}
+
+/// `stream = true`: one finding per broken rule of the stream (see [`crate::stream`]). Being
+/// killed at the deadline is the runner's `stream-deadline` finding, not repeated here.
+fn stream_findings(obs: &Observation) -> Vec<Finding> {
+    let mut problems = Vec::new();
+    if obs.outcome.stdout.truncated() {
+        problems.push(format!(
+            "stdout is {} bytes, more than conform keeps: the end of the stream was not seen",
+            obs.outcome.stdout.total_len
+        ));
+    }
+    let parsed = crate::stream::parse(&obs.outcome.stdout.bytes);
+    problems.extend(parsed.problems.iter().map(ToString::to_string));
+    if obs.outcome.termination != Termination::TimedOut {
+        let ended = crate::stream::exit_problems(&parsed, obs.outcome.termination);
+        problems.extend(ended.iter().map(ToString::to_string));
+    }
+    problems
+        .into_iter()
+        .map(|message| {
+            Finding::new("stream", message)
+                .expected("a JSONL stream keeping REQ-O-004")
+                .actual(obs.record.stdout.text.chars().take(300).collect::<String>())
+        })
+        .collect()
+}
+
+/// The invocation of an observation, as words (for findings comparing two steps).
+fn invocation_words(obs: &Observation) -> String {
+    match &obs.record.repro.command {
+        ReproCommand::Argv(argv) => argv.iter().skip(1).cloned().collect::<Vec<_>>().join(" "),
+        ReproCommand::Shell(line) => line.clone(),
+    }
+}
+
+/// `same_stdout_as`, `stdout_differs_from`, `same_data_as`, `data_differs_from`: this
+/// observation against the last one of an earlier step; each finding shows both invocations
+/// and where they part.
+fn output_comparisons(expect: &Expect, obs: &Observation, resolve: &dyn Resolve) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    let mine = invocation_words(obs);
+    let missing = |check: &str, other: &str| {
+        Finding::new(check, format!("step `{other}` produced nothing to compare with"))
+    };
+    for (key, other) in expect.output_references() {
+        let Some(theirs) = resolve.last_of(other) else {
+            let check = key.replace('_', "-");
+            findings.push(missing(&check, other));
+            continue;
+        };
+        let both = format!(
+            "this step: {mine}
+step `{other}`: {}",
+            invocation_words(theirs)
+        );
+        match key {
+            "same_stdout_as" | "stdout_differs_from" => {
+                let (a, b) = (&obs.outcome.stdout.bytes, &theirs.outcome.stdout.bytes);
+                let equal = a == b && !obs.outcome.stdout.truncated();
+                if key == "same_stdout_as" && !equal {
+                    let at = a
+                        .iter()
+                        .zip(b.iter())
+                        .position(|(x, y)| x != y)
+                        .unwrap_or(a.len().min(b.len()));
+                    findings.push(
+                        Finding::new(
+                            "same-stdout",
+                            format!(
+                                "stdout differs from step `{other}`'s from byte {at} on ({} vs {} bytes)",
+                                a.len(),
+                                b.len()
+                            ),
+                        )
+                        .expected(format!("{both}
+stdout from byte {at}: {}", bytes_excerpt(b, at)))
+                        .actual(format!("stdout from byte {at}: {}", bytes_excerpt(a, at))),
+                    );
+                } else if key == "stdout_differs_from" && equal {
+                    findings.push(
+                        Finding::new(
+                            "stdout-differs",
+                            format!("stdout is byte for byte step `{other}`'s ({} bytes)", a.len()),
+                        )
+                        .expected(format!(
+                            "{both}
+different stdout"
+                        ))
+                        .actual(bytes_excerpt(a, 0)),
+                    );
+                }
+            }
+            _ => {
+                let my_data = obs.response().and_then(|r| r.get("data"));
+                let their_data = theirs.response().and_then(|r| r.get("data"));
+                let (Some(a), Some(b)) = (my_data, their_data) else {
+                    let check = if key == "same_data_as" { "same-data" } else { "data-differs" };
+                    findings.push(
+                        Finding::new(check, format!("no `/data` to compare with step `{other}`'s"))
+                            .expected(both)
+                            .actual(format!(
+                                "this step's data: {}; step `{other}`'s: {}",
+                                my_data.map_or_else(|| "absent".into(), compact),
+                                their_data.map_or_else(|| "absent".into(), compact)
+                            )),
+                    );
+                    continue;
+                };
+                if key == "same_data_as" && a != b {
+                    let at = first_difference(a, b, String::new());
+                    findings.push(
+                        Finding::new(
+                            "same-data",
+                            format!("`/data` differs from step `{other}`'s at `/data{at}`"),
+                        )
+                        .expected(format!(
+                            "{both}
+{}",
+                            excerpt_of(b)
+                        ))
+                        .actual(excerpt_of(a)),
+                    );
+                } else if key == "data_differs_from" && a == b {
+                    findings.push(
+                        Finding::new(
+                            "data-differs",
+                            format!("`/data` is the same as step `{other}`'s"),
+                        )
+                        .expected(format!(
+                            "{both}
+a different `/data`"
+                        ))
+                        .actual(excerpt_of(a)),
+                    );
+                }
+            }
+        }
+    }
+    findings
+}
+
+/// The pointer (below the compared values) of the first place two JSON values differ.
+fn first_difference(a: &Value, b: &Value, at: String) -> String {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            let keys: std::collections::BTreeSet<&String> = x.keys().chain(y.keys()).collect();
+            for k in keys {
+                let here = format!("{at}/{}", k.replace('~', "~0").replace('/', "~1"));
+                match (x.get(k), y.get(k)) {
+                    (Some(p), Some(q)) if p == q => {}
+                    (Some(p), Some(q)) => return first_difference(p, q, here),
+                    _ => return here,
+                }
+            }
+            at
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            for (i, (p, q)) in x.iter().zip(y).enumerate() {
+                if p != q {
+                    return first_difference(p, q, format!("{at}/{i}"));
+                }
+            }
+            format!("{at}/{}", x.len().min(y.len()))
+        }
+        _ => at,
+    }
+}
+
+fn excerpt_of(v: &Value) -> String {
+    compact(v).chars().take(400).collect()
+}
+
+/// Up to 80 bytes of `bytes` from `at`, lossily as text.
+fn bytes_excerpt(bytes: &[u8], at: usize) -> String {
+    let end = (at + 80).min(bytes.len());
+    let part = bytes.get(at..end).unwrap_or_default();
+    if part.is_empty() {
+        "(nothing)".to_owned()
+    } else {
+        String::from_utf8_lossy(part).into_owned()
     }
 }
 

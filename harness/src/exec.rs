@@ -228,6 +228,21 @@ pub struct Outcome {
     pub pipes_closed_after: Option<Duration>,
     /// The process id of the process conform started.
     pub pid: u32,
+    /// How many newline bytes the process wrote to stdout (kept or not).
+    pub stdout_lines: u64,
+    /// When the [`LineSignal`] of [`spawn_watched`] was sent, from spawn; `None` when there was
+    /// none or the stream ended before its line.
+    pub line_signal_sent_after: Option<Duration>,
+}
+
+/// A signal for the started process (not its group) once this many lines of stdout were read:
+/// how an agent interrupts a stream it has seen enough of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LineSignal {
+    /// Lines (newline bytes) of stdout read before the signal goes.
+    pub after_lines: u64,
+    /// The signal.
+    pub signal: Signal,
 }
 
 /// A fault of the driver itself (not of the tool under test).
@@ -265,8 +280,27 @@ pub fn spawn(invocation: &Invocation) -> Result<Running, ExecError> {
 
 /// [`spawn`] with other graces.
 pub fn spawn_with(invocation: &Invocation, graces: Graces) -> Result<Running, ExecError> {
+    start(invocation, graces, None)
+}
+
+/// [`spawn_with`], and the pump sends `line_signal` to the started process as soon as it has
+/// read that many lines of stdout (counted as the bytes arrive, kept or not); the outcome says
+/// whether and when it was sent. Caps, timeout and graces are those of any step.
+pub fn spawn_watched(
+    invocation: &Invocation,
+    graces: Graces,
+    line_signal: LineSignal,
+) -> Result<Running, ExecError> {
+    start(invocation, graces, Some(line_signal))
+}
+
+fn start(
+    invocation: &Invocation,
+    graces: Graces,
+    line_signal: Option<LineSignal>,
+) -> Result<Running, ExecError> {
     let group = Arc::new(Mutex::new(GroupState { reaped: false }));
-    let (pid, pump) = pump::start(invocation, graces, Arc::clone(&group))?;
+    let (pid, pump) = pump::start(invocation, graces, line_signal, Arc::clone(&group))?;
     Ok(Running { pid, group, pump: Some(pump) })
 }
 

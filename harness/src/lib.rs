@@ -261,3 +261,4 @@ pub mod sandbox;
 pub mod scenario;
 pub mod schemas;
 pub mod snapshot;
+pub mod stream;

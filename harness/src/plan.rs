@@ -76,15 +76,27 @@ pub fn static_skip(s: &Scenario, profile: &Profile) -> Option<String> {
     }
     for kind in s.probe_kinds() {
         if crate::run::probe_argvs(profile, kind).is_empty() {
-            let kit = if matches!(kind, ProbeKind::DestructivePreview) {
-                "destructive"
-            } else {
-                kind.as_str()
+            let kit = match kind {
+                ProbeKind::DestructivePreview => "`destructive` probes",
+                ProbeKind::StreamSignal => "`stream` probes with a `signal`",
+                other => return Some(no_kit(profile, &format!("`{}` probes", other.as_str()))),
             };
-            return Some(match profile.path {
-                Some(_) => format!("profile names no kit `{kit}` probes"),
-                None => format!("no profile (conform.toml), so no kit `{kit}` probes"),
-            });
+            return Some(no_kit(profile, kit));
+        }
+    }
+    let placements = s.placements();
+    if !placements.is_empty() {
+        match &profile.file.kit.argument_order {
+            None => return Some(no_kit(profile, "`argument_order`")),
+            Some(order) if order.positional.is_none() => {
+                if let Some(p) = placements.iter().find(|p| p.needs_positional()) {
+                    return Some(format!(
+                        "the profile's `[kit.argument_order]` names no `positional`, which placement `{}` needs",
+                        p.as_str()
+                    ));
+                }
+            }
+            Some(_) => {}
         }
     }
     if s.tags.iter().any(|t| t == "instance") && !profile.selects_instances() {
@@ -93,6 +105,14 @@ pub fn static_skip(s: &Scenario, profile: &Profile) -> Option<String> {
         );
     }
     None
+}
+
+/// Why a scenario needing this part of the kit is skipped.
+fn no_kit(profile: &Profile, what: &str) -> String {
+    match profile.path {
+        Some(_) => format!("profile names no kit {what}"),
+        None => format!("no profile (conform.toml), so no kit {what}"),
+    }
 }
 
 /// The roles the plan's skipped scenarios miss (for the coverage section).

@@ -28,7 +28,7 @@ use crate::exec::{self, Invocation, Program, StdinMode, Termination};
 use crate::interrupt::Registration;
 use crate::outcome::{Finding, Repro, ScenarioResult, Status, StepRecord, millis};
 use crate::plan::Planned;
-use crate::profile::{Profile, Role};
+use crate::profile::{Profile, Role, StreamProbe};
 use crate::sandbox::{self, Sandbox};
 use crate::scenario::{
     CONSTANT_SLACK, Expect, ProbeKind, RunStep, Scenario, ShellCommandStep, ShellStep, StdinKind,
@@ -122,7 +122,9 @@ impl Engine {
 
     fn discover(&self) -> Commands {
         // Only scenario and calibration sandboxes are worth keeping for a look.
-        let Ok(sandbox) = self.sandbox_for(&[], &[], false) else { return Commands::default() };
+        let Ok(sandbox) = self.sandbox_for(&[], &[], false, false) else {
+            return Commands::default();
+        };
         let mut argv = self.tool_argv(&self.tool);
         match &self.profile.file.kit.manifest {
             Some(args) => argv.extend(args.iter().cloned()),
@@ -150,6 +152,7 @@ impl Engine {
         &self,
         roles: &[&str],
         probes: &[ProbeKind],
+        argument_order: bool,
         keep: bool,
     ) -> Result<Guarded, String> {
         crate::interrupt::gate()?;
@@ -198,13 +201,19 @@ impl Engine {
                 }
             }
         }
-        self.prepare_kit(&sandbox, probes)?;
+        self.prepare_kit(&sandbox, probes, argument_order)?;
         Ok(sandbox)
     }
 
-    /// The kit's fixtures and setup, then each destructive probe's when destructive probes run.
-    fn prepare_kit(&self, sandbox: &Guarded, probes: &[ProbeKind]) -> Result<(), String> {
-        if probes.is_empty() {
+    /// The kit's fixtures and setup, then each destructive probe's when destructive probes run,
+    /// each stream probe's when stream probes run, and `[kit.argument_order]`'s when it is used.
+    fn prepare_kit(
+        &self,
+        sandbox: &Guarded,
+        probes: &[ProbeKind],
+        argument_order: bool,
+    ) -> Result<(), String> {
+        if probes.is_empty() && !argument_order {
             return Ok(());
         }
         let kit = &self.profile.file.kit;
@@ -216,6 +225,14 @@ impl Engine {
             for (n, probe) in kit.destructive.iter().enumerate() {
                 parts.push((format!("destructive probe {}", n + 1), &probe.fixtures, &probe.setup));
             }
+        }
+        if probes.iter().any(|k| matches!(k, ProbeKind::Stream | ProbeKind::StreamSignal)) {
+            for (n, probe) in kit.stream.iter().enumerate() {
+                parts.push((format!("stream probe {}", n + 1), &probe.fixtures, &probe.setup));
+            }
+        }
+        if argument_order && let Some(order) = &kit.argument_order {
+            parts.push(("`[kit.argument_order]`".to_owned(), &order.fixtures, &order.setup));
         }
         for (owner, fixtures, _) in &parts {
             for fixture in fixtures.iter() {
@@ -252,7 +269,7 @@ impl Engine {
 
     fn measure(&self, role_name: &str) -> Result<Calibration, String> {
         let role = self.profile.role(role_name).ok_or_else(|| format!("no role `{role_name}`"))?;
-        let sandbox = self.sandbox_for(&[role_name], &[], self.keep_sandboxes)?;
+        let sandbox = self.sandbox_for(&[role_name], &[], false, self.keep_sandboxes)?;
         let mut argv = self.tool_argv(&self.tool);
         argv.extend(role.argv.iter().cloned());
         // A role whose command declares no interruption has no --budget flag (CONTRACT §2):
@@ -393,7 +410,9 @@ impl Engine {
             None
         };
         let roles: Vec<&str> = scenario.roles.iter().map(String::as_str).collect();
-        let sandbox = match self.sandbox_for(&roles, &scenario.probe_kinds(), self.keep_sandboxes) {
+        let uses_order = !scenario.placements().is_empty();
+        let probes = scenario.probe_kinds();
+        let sandbox = match self.sandbox_for(&roles, &probes, uses_order, self.keep_sandboxes) {
             Ok(s) => s,
             Err(e) => {
                 result.status =
@@ -510,7 +529,37 @@ pub fn probe_argvs(profile: &Profile, kind: ProbeKind) -> Vec<Vec<String>> {
             .iter()
             .map(|p| p.argv.iter().cloned().chain([p.dry_run_flag.clone()]).collect())
             .collect(),
+        ProbeKind::Stream => kit.stream.iter().map(|p| p.argv.clone()).collect(),
+        ProbeKind::StreamSignal => {
+            kit.stream.iter().filter(|p| p.signal.is_some()).map(|p| p.argv.clone()).collect()
+        }
     }
+}
+
+/// The stream probes a step of this kind runs (in order).
+fn stream_probes(profile: &Profile, kind: ProbeKind) -> Vec<&StreamProbe> {
+    let all = profile.file.kit.stream.iter();
+    match kind {
+        ProbeKind::Stream => all.collect(),
+        ProbeKind::StreamSignal => all.filter(|p| p.signal.is_some()).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// How one invocation of a run step starts, beside what the step itself says.
+#[derive(Debug, Default)]
+struct Launch {
+    /// Arguments between the tool and the step's `args` (a role's, a probe's, a placement's).
+    prefix: Vec<String>,
+    /// Numbers the observations of a step of several probes.
+    rank: Option<usize>,
+    /// The invocation comes from the profile's kit (a probe or the argument order): it may
+    /// write, and runs under the kit's timeout.
+    from_kit: bool,
+    /// A stream probe's deadline, instead of any other limit.
+    deadline: Option<Duration>,
+    /// A stream probe's signal after so many lines.
+    line_signal: Option<exec::LineSignal>,
 }
 
 fn role_stdin(role: &Role) -> StdinMode {
@@ -662,6 +711,17 @@ impl ScenarioState<'_> {
         i
     }
 
+    /// A stream's response is its terminal line, not stdout as one document.
+    fn take_stream_response(&mut self, i: usize) {
+        let obs = &mut self.observations[i];
+        let parsed = crate::stream::parse(&obs.outcome.stdout.bytes);
+        obs.json = match parsed.terminal {
+            Some((_, terminal)) => Ok(terminal),
+            None => Err(checks::StdoutProblem::NoStreamTerminal),
+        };
+        obs.record.envelope = obs.json.as_ref().ok().cloned();
+    }
+
     fn limit(&self, expr: Option<&str>) -> Result<Duration, String> {
         match expr {
             Some(e) => self.duration(e),
@@ -732,36 +792,121 @@ impl ScenarioState<'_> {
     }
 
     fn run_tool(&mut self, r: &RunStep) -> Result<Vec<Finding>, String> {
+        let profile = &self.engine.profile;
+        if let Some(placement) = r.order {
+            let order = profile.file.kit.argument_order.as_ref();
+            let order = order.ok_or("the profile has no `[kit.argument_order]`")?;
+            let prefix = placement.argv(order).ok_or_else(|| {
+                format!("placement `{}` needs the profile's `positional`", placement.as_str())
+            })?;
+            let launch = Launch { prefix, from_kit: true, ..Launch::default() };
+            let indices = self.invoke(r, launch)?;
+            return Ok(self.judge(&r.name, &r.expect, &indices));
+        }
         let Some(kind) = r.probe else {
             let prefix = match &r.role {
                 Some(name) => {
-                    let role = self.engine.profile.role(name);
+                    let role = profile.role(name);
                     role.ok_or_else(|| format!("no role `{name}`"))?.argv.clone()
                 }
                 None => Vec::new(),
             };
-            let indices = self.invoke(r, &prefix, None)?;
+            let indices = self.invoke(r, Launch { prefix, ..Launch::default() })?;
             return Ok(self.judge(&r.name, &r.expect, &indices));
         };
-        let probes = probe_argvs(&self.engine.profile, kind);
+        if matches!(kind, ProbeKind::Stream | ProbeKind::StreamSignal) {
+            return self.run_streams(r, kind);
+        }
+        let probes = probe_argvs(profile, kind);
         if probes.is_empty() {
             return Err(format!("the profile names no kit `{}` probes", kind.as_str()));
         }
         let mut indices = Vec::new();
-        for (n, prefix) in probes.iter().enumerate() {
-            indices.extend(self.invoke(r, prefix, Some(n + 1))?);
+        for (n, prefix) in probes.into_iter().enumerate() {
+            let launch = Launch { prefix, rank: Some(n + 1), from_kit: true, ..Launch::default() };
+            indices.extend(self.invoke(r, launch)?);
         }
         Ok(self.judge(&r.name, &r.expect, &indices))
     }
 
+    /// A step of stream probes: each read line by line, signalled after its `after_lines`
+    /// when it declares a signal, killed at its deadline; the response of each is its terminal
+    /// line.
+    fn run_streams(&mut self, r: &RunStep, kind: ProbeKind) -> Result<Vec<Finding>, String> {
+        let engine = self.engine;
+        let probes = stream_probes(&engine.profile, kind);
+        if probes.is_empty() {
+            return Err(format!("the profile names no kit `{}` probes", kind.as_str()));
+        }
+        let mut indices = Vec::new();
+        let mut findings = Vec::new();
+        for (n, probe) in probes.into_iter().enumerate() {
+            let deadline = probe
+                .deadline_seconds
+                .or(engine.profile.file.kit.timeout_seconds)
+                .map_or(DEFAULT_STEP_LIMIT, Duration::from_secs_f64);
+            let line_signal = match (&probe.signal, probe.after_lines) {
+                (Some(name), Some(after_lines)) => {
+                    Some(exec::LineSignal { after_lines, signal: signal_by_name(name)? })
+                }
+                _ => None,
+            };
+            let launch = Launch {
+                prefix: probe.argv.clone(),
+                rank: Some(n + 1),
+                from_kit: true,
+                deadline: Some(deadline),
+                line_signal,
+            };
+            let step_indices = self.invoke(r, launch)?;
+            for &i in &step_indices {
+                let obs = &self.observations[i];
+                let at = obs.record.name.clone();
+                if let Some(ls) = line_signal
+                    && obs.outcome.line_signal_sent_after.is_none()
+                {
+                    findings.push(
+                        Finding::new(
+                            "stream-signal",
+                            format!(
+                                "SIG{} was never sent: the stream ended after {} lines, before the {} that trigger it",
+                                probe.signal.as_deref().unwrap_or("INT"),
+                                obs.outcome.stdout_lines,
+                                ls.after_lines
+                            ),
+                        )
+                        .expected(format!("at least {} lines, then the signal", ls.after_lines))
+                        .actual(format!("{} lines, {}", obs.outcome.stdout_lines, obs.record.ended))
+                        .at_step(at.clone()),
+                    );
+                }
+                if obs.outcome.termination == Termination::TimedOut {
+                    findings.push(
+                        Finding::new(
+                            "stream-deadline",
+                            format!(
+                                "the stream was still running at its deadline of {} ms and its process group was killed",
+                                millis(deadline)
+                            ),
+                        )
+                        .expected("the stream ends by itself before its deadline")
+                        .actual(format!("{} lines, then killed", obs.outcome.stdout_lines))
+                        .at_step(at),
+                    );
+                }
+            }
+            indices.extend(step_indices);
+        }
+        // The deadline has its own finding: the generic timeout would only repeat it.
+        findings.extend(
+            self.judge(&r.name, &r.expect, &indices).into_iter().filter(|f| f.check != "timeout"),
+        );
+        Ok(findings)
+    }
+
     /// Runs `TOOL <prefix> <args> [flags]` (`count` copies at once) and records each copy;
     /// `probe` numbers the observations of a probe step.
-    fn invoke(
-        &mut self,
-        r: &RunStep,
-        prefix: &[String],
-        probe: Option<usize>,
-    ) -> Result<Vec<usize>, String> {
+    fn invoke(&mut self, r: &RunStep, launch: Launch) -> Result<Vec<usize>, String> {
         let engine = self.engine;
         let role = match &r.role {
             Some(name) => {
@@ -773,7 +918,7 @@ impl ScenarioState<'_> {
         // The job built-ins only touch jobs this scenario started in its own sandbox; any other
         // writing command must come from the profile (a role or a kit probe).
         if role.is_none()
-            && probe.is_none()
+            && !launch.from_kit
             && let Some((path, info)) = engine.commands.command_for_args(&args)
             && info.writes()
             && !path.starts_with("job.")
@@ -788,7 +933,7 @@ impl ScenarioState<'_> {
             None => engine.tool.clone(),
         };
         let mut argv: Vec<String> = engine.tool_argv(&tool);
-        argv.extend(prefix.iter().cloned());
+        argv.extend(launch.prefix.iter().cloned());
         argv.extend(args);
         let mut env = self.base_env.clone();
         if let Some(role) = role {
@@ -830,10 +975,12 @@ impl ScenarioState<'_> {
         inv.stdin = stdin;
         // A kit probe runs under the kit's limit when the profile sets one: a run still going
         // then is a hang, killed and failed, as the kit does.
-        inv.timeout = match (probe, engine.profile.file.kit.timeout_seconds) {
-            (Some(_), Some(seconds)) => Duration::from_secs_f64(seconds),
-            _ => self.limit(r.limit.as_deref())?,
-        };
+        inv.timeout =
+            match (launch.deadline, launch.from_kit, engine.profile.file.kit.timeout_seconds) {
+                (Some(deadline), _, _) => deadline,
+                (None, true, Some(seconds)) => Duration::from_secs_f64(seconds),
+                _ => self.limit(r.limit.as_deref())?,
+            };
         let kill = match &r.kill_group {
             Some(k) => Some((
                 self.duration(&k.after)?,
@@ -850,7 +997,11 @@ impl ScenarioState<'_> {
         crate::interrupt::gate()?;
         let mut running = Vec::with_capacity(count);
         for _ in 0..count {
-            running.push(exec::spawn(&inv).map_err(|e| e.to_string())?);
+            let run = match launch.line_signal {
+                Some(ls) => exec::spawn_watched(&inv, exec::Graces::default(), ls),
+                None => exec::spawn(&inv),
+            };
+            running.push(run.map_err(|e| e.to_string())?);
         }
         if let Some((after, signal)) = kill {
             std::thread::sleep(after.saturating_sub(start.elapsed()));
@@ -863,13 +1014,17 @@ impl ScenarioState<'_> {
         let mut indices = Vec::with_capacity(count);
         for (n, run) in running.into_iter().enumerate() {
             let outcome = run.wait().map_err(|e| e.to_string())?;
-            let name = match (probe, count) {
+            let name = match (launch.rank, count) {
                 (None, 1) => r.name.clone(),
                 (None, _) => format!("{}#{}", r.name, n + 1),
                 (Some(p), 1) => format!("{}#{p}", r.name),
                 (Some(p), _) => format!("{}#{p}.{}", r.name, n + 1),
             };
-            indices.push(self.record(&r.name, name, &inv, outcome));
+            let i = self.record(&r.name, name, &inv, outcome);
+            if launch.line_signal.is_some() || launch.deadline.is_some() {
+                self.take_stream_response(i);
+            }
+            indices.push(i);
         }
         Ok(indices)
     }

@@ -116,6 +116,11 @@ pub struct RunStep {
     /// `args` follow the probe's argv). A profile without such probes skips the scenario.
     #[serde(default)]
     pub probe: Option<ProbeKind>,
+    /// Instead of a role or a probe: the argv of the profile's `[kit.argument_order]` in this
+    /// placement (`args` follow). A profile without it (or without its `positional`, for the
+    /// placements that use one) skips the scenario.
+    #[serde(default)]
+    pub order: Option<Placement>,
     /// conform's own bound on the step (duration expression); the process group is killed
     /// after it. Default: generous, derived from the calibration when there is one.
     #[serde(default)]
@@ -137,6 +142,10 @@ pub enum ProbeKind {
     Destructive,
     /// `kit.destructive` with its `dry_run_flag` appended.
     DestructivePreview,
+    /// `kit.stream`: every stream probe (with its signal when it declares one).
+    Stream,
+    /// `kit.stream`: the stream probes that declare a `signal`.
+    StreamSignal,
 }
 
 impl ProbeKind {
@@ -147,7 +156,103 @@ impl ProbeKind {
             Self::Invalid => "invalid",
             Self::Destructive => "destructive",
             Self::DestructivePreview => "destructive-preview",
+            Self::Stream => "stream",
+            Self::StreamSignal => "stream-signal",
         }
+    }
+}
+
+/// Where `[kit.argument_order]`'s global option goes, for `order = "..."`. With F the global
+/// flag, V its value, A the alternate value, P the command path, L the local arguments and X
+/// the positional, each placement is the argv in its doc.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Placement {
+    /// F V P L
+    ValueBeforePath,
+    /// P F V L
+    ValueBetween,
+    /// P L F V
+    ValueAfterLocal,
+    /// F A P L
+    AlternateBeforePath,
+    /// P F A L
+    AlternateBetween,
+    /// P L F A
+    AlternateAfterLocal,
+    /// F V P L F A
+    ConflictingRepeat,
+    /// F V P L F V
+    SameValueRepeat,
+    /// P X L
+    PositionalThenLocal,
+    /// P L X
+    LocalThenPositional,
+    /// P X
+    PositionalAlone,
+}
+
+impl Placement {
+    /// Every placement.
+    pub const ALL: [Placement; 11] = [
+        Self::ValueBeforePath,
+        Self::ValueBetween,
+        Self::ValueAfterLocal,
+        Self::AlternateBeforePath,
+        Self::AlternateBetween,
+        Self::AlternateAfterLocal,
+        Self::ConflictingRepeat,
+        Self::SameValueRepeat,
+        Self::PositionalThenLocal,
+        Self::LocalThenPositional,
+        Self::PositionalAlone,
+    ];
+
+    /// The word used in scenario files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ValueBeforePath => "value-before-path",
+            Self::ValueBetween => "value-between",
+            Self::ValueAfterLocal => "value-after-local",
+            Self::AlternateBeforePath => "alternate-before-path",
+            Self::AlternateBetween => "alternate-between",
+            Self::AlternateAfterLocal => "alternate-after-local",
+            Self::ConflictingRepeat => "conflicting-repeat",
+            Self::SameValueRepeat => "same-value-repeat",
+            Self::PositionalThenLocal => "positional-then-local",
+            Self::LocalThenPositional => "local-then-positional",
+            Self::PositionalAlone => "positional-alone",
+        }
+    }
+
+    /// Whether the placement needs the profile's `positional`.
+    pub fn needs_positional(self) -> bool {
+        matches!(
+            self,
+            Self::PositionalThenLocal | Self::LocalThenPositional | Self::PositionalAlone
+        )
+    }
+
+    /// The argv of this placement, or `None` when it needs a positional the profile lacks.
+    pub fn argv(self, order: &crate::profile::ArgumentOrder) -> Option<Vec<String>> {
+        let flag = || vec![order.global_flag.clone(), order.value.clone()];
+        let alternate = || vec![order.global_flag.clone(), order.alternate_value.clone()];
+        let path = || order.command_path.clone();
+        let local = || order.local_args.clone();
+        let parts: Vec<Vec<String>> = match self {
+            Self::ValueBeforePath => vec![flag(), path(), local()],
+            Self::ValueBetween => vec![path(), flag(), local()],
+            Self::ValueAfterLocal => vec![path(), local(), flag()],
+            Self::AlternateBeforePath => vec![alternate(), path(), local()],
+            Self::AlternateBetween => vec![path(), alternate(), local()],
+            Self::AlternateAfterLocal => vec![path(), local(), alternate()],
+            Self::ConflictingRepeat => vec![flag(), path(), local(), alternate()],
+            Self::SameValueRepeat => vec![flag(), path(), local(), flag()],
+            Self::PositionalThenLocal => vec![path(), vec![order.positional.clone()?], local()],
+            Self::LocalThenPositional => vec![path(), local(), vec![order.positional.clone()?]],
+            Self::PositionalAlone => vec![path(), vec![order.positional.clone()?]],
+        };
+        Some(parts.concat())
     }
 }
 
@@ -474,6 +579,37 @@ pub struct Expect {
     /// response of the step (a copy, a hop).
     #[serde(default)]
     pub warnings: Vec<String>,
+    /// stdout is a JSONL stream keeping the contract of REQ-O-004 (see [`crate::stream`]);
+    /// the step's response is then the stream's terminal line.
+    #[serde(default)]
+    pub stream: Option<bool>,
+    /// stdout is byte for byte that earlier step's last stdout.
+    #[serde(default)]
+    pub same_stdout_as: Option<String>,
+    /// stdout differs from that earlier step's last stdout.
+    #[serde(default)]
+    pub stdout_differs_from: Option<String>,
+    /// The response's `/data` equals that earlier step's (JSON equality).
+    #[serde(default)]
+    pub same_data_as: Option<String>,
+    /// The response's `/data` differs from that earlier step's.
+    #[serde(default)]
+    pub data_differs_from: Option<String>,
+}
+
+impl Expect {
+    /// The earlier steps whose output this expectation compares with, with their keys.
+    pub fn output_references(&self) -> Vec<(&'static str, &str)> {
+        [
+            ("same_stdout_as", &self.same_stdout_as),
+            ("stdout_differs_from", &self.stdout_differs_from),
+            ("same_data_as", &self.same_data_as),
+            ("data_differs_from", &self.data_differs_from),
+        ]
+        .into_iter()
+        .filter_map(|(key, step)| step.as_deref().map(|s| (key, s)))
+        .collect()
+    }
 }
 
 impl Step {
@@ -590,6 +726,17 @@ impl Scenario {
             .collect();
         kinds.dedup();
         kinds
+    }
+
+    /// The argument-order placements the scenario's steps use.
+    pub fn placements(&self) -> Vec<Placement> {
+        self.steps
+            .iter()
+            .filter_map(|s| match s {
+                Step::Run(r) => r.order,
+                _ => None,
+            })
+            .collect()
     }
 
     /// The primary role (the first named), whose calibration the variables refer to.
@@ -807,7 +954,10 @@ pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
 pub fn parse_scenario(rel: &str, text: &str) -> Result<Scenario, ScenarioError> {
     let scenario: Scenario = toml::from_str(text).map_err(|e| ScenarioError {
         file: rel.to_owned(),
-        location: e.span().map(|s| line_col(text, s.start)),
+        // Inside a step (an internally tagged table) toml knows only where the steps begin;
+        // an unknown word is found where it is written.
+        location: locate_unknown_variant(text, e.message())
+            .or_else(|| e.span().map(|s| line_col(text, s.start))),
         message: e.message().trim().to_owned(),
     })?;
     let fail = |message: String| ScenarioError { file: rel.to_owned(), location: None, message };
@@ -824,8 +974,30 @@ pub fn parse_scenario(rel: &str, text: &str) -> Result<Scenario, ScenarioError> 
             scenario.requirement
         )));
     }
-    validate(&scenario).map_err(fail)?;
+    validate(&scenario).map_err(|message| ScenarioError {
+        file: rel.to_owned(),
+        location: locate_step(text, &message),
+        message,
+    })?;
     Ok(scenario)
+}
+
+/// Line and column of the value an "unknown variant `x`" error names, when it is written once.
+fn locate_unknown_variant(text: &str, message: &str) -> Option<(usize, usize)> {
+    let rest = message.split_once("unknown variant `")?.1;
+    let word = format!("\"{}\"", &rest[..rest.find('`')?]);
+    let at = text.find(&word)?;
+    (text.matches(&word).count() == 1).then(|| line_col(text, at))
+}
+
+/// Line and column of the step an error names (``step `x`...``): its `name = "x"` line.
+fn locate_step(text: &str, message: &str) -> Option<(usize, usize)> {
+    let rest = message.strip_prefix("step `")?;
+    let name = &rest[..rest.find('`')?];
+    let pattern = format!(r#"(?m)^\s*name\s*=\s*["']{}["']"#, regex::escape(name));
+    let found = regex::Regex::new(&pattern).ok()?.find(text)?;
+    let start = found.start() + (found.as_str().len() - found.as_str().trim_start().len());
+    Some(line_col(text, start))
 }
 
 fn validate(s: &Scenario) -> Result<(), String> {
@@ -903,11 +1075,22 @@ fn validate(s: &Scenario) -> Result<(), String> {
                         "step `{name}` uses role `{role}`, which the scenario does not list in `roles`"
                     ));
                 }
-                if r.role.is_none() && r.args.is_empty() && r.probe.is_none() {
-                    return Err(format!("step `{name}` names neither a role, a probe nor args"));
+                if r.role.is_none() && r.args.is_empty() && r.probe.is_none() && r.order.is_none() {
+                    return Err(format!(
+                        "step `{name}` names neither a role, a probe, an order nor args"
+                    ));
                 }
-                if r.role.is_some() && r.probe.is_some() {
-                    return Err(format!("step `{name}`: `role` and `probe` exclude each other"));
+                let sources = [
+                    ("role", r.role.is_some()),
+                    ("probe", r.probe.is_some()),
+                    ("order", r.order.is_some()),
+                ];
+                let named: Vec<&str> =
+                    sources.iter().filter(|(_, set)| *set).map(|(k, _)| *k).collect();
+                if let [first, second, ..] = named.as_slice() {
+                    return Err(format!(
+                        "step `{name}`: `{first}` and `{second}` exclude each other"
+                    ));
                 }
                 if r.stdin.is_some() && r.stdin_text.is_some() {
                     return Err(format!(
@@ -954,6 +1137,24 @@ fn validate(s: &Scenario) -> Result<(), String> {
         if let Some(e) = step.expect() {
             if let Some(other) = &e.same_response_as {
                 refer(other, "`same_response_as`")?;
+            }
+            for (key, other) in e.output_references() {
+                refer(other, &format!("`{key}`"))?;
+                if !matches!(
+                    seen.get(other),
+                    Some(Step::Run(_) | Step::Continue(_) | Step::Cancel(_))
+                ) {
+                    return Err(format!(
+                        "step `{name}`: `{key}` must name a step that runs something"
+                    ));
+                }
+            }
+            if e.stream == Some(true)
+                && !matches!(step, Step::Run(r) if matches!(r.probe, Some(ProbeKind::Stream | ProbeKind::StreamSignal)))
+            {
+                return Err(format!(
+                    "step `{name}`: `stream` checks a step with `probe = \"stream\"` or `\"stream-signal\"`"
+                ));
             }
             for d in &e.differs_from {
                 refer(&d.step, "`differs_from`")?;

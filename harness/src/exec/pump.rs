@@ -28,13 +28,13 @@ use std::time::{Duration, Instant};
 use nix::errno::Errno;
 use nix::fcntl::{FcntlArg, OFlag, fcntl};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
-use nix::sys::signal::{Signal, killpg};
+use nix::sys::signal::{Signal, kill, killpg};
 use nix::sys::wait::{Id, WaitPidFlag, waitid};
 use nix::unistd::pipe2;
 
 use super::{
-    Captured, ExecError, Graces, GroupState, Invocation, Outcome, Program, SHELL, StdinMode,
-    Termination, pid_of, terminal,
+    Captured, ExecError, Graces, GroupState, Invocation, LineSignal, Outcome, Program, SHELL,
+    StdinMode, Termination, pid_of, terminal,
 };
 
 /// How much one `read` takes: a whole default pipe buffer.
@@ -53,6 +53,7 @@ type Collected = Result<Outcome, ExecError>;
 pub(super) fn start(
     invocation: &Invocation,
     graces: Graces,
+    line_signal: Option<LineSignal>,
     group: Arc<Mutex<GroupState>>,
 ) -> Result<(u32, JoinHandle<Collected>), ExecError> {
     let what = invocation.program.describe();
@@ -153,6 +154,8 @@ pub(super) fn start(
         wake: Some(File::from(wake_read)),
         exit_rx,
         group,
+        line_signal,
+        line_signal_sent_at: None,
     };
     // Neither send can fail: both threads are alive and waiting for exactly this message.
     let _ = pid_tx.send(pid);
@@ -218,6 +221,8 @@ struct Stream {
     captured: Captured,
     limit: usize,
     closed_at: Option<Instant>,
+    /// Newline bytes read so far.
+    newlines: u64,
 }
 
 impl Stream {
@@ -227,6 +232,7 @@ impl Stream {
             captured: Captured::default(),
             limit,
             closed_at: None,
+            newlines: 0,
         }
     }
 
@@ -246,6 +252,7 @@ impl Stream {
                     let kept = chunk.get(..room.min(n)).unwrap_or_default();
                     self.captured.bytes.extend_from_slice(kept);
                     self.captured.total_len += n as u64;
+                    self.newlines += chunk.iter().filter(|&&b| b == b'\n').count() as u64;
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -284,6 +291,10 @@ struct Pump {
     wake: Option<File>,
     exit_rx: Receiver<Instant>,
     group: Arc<Mutex<GroupState>>,
+    /// The signal to send once enough stdout lines were read.
+    line_signal: Option<LineSignal>,
+    /// When it was sent.
+    line_signal_sent_at: Option<Instant>,
 }
 
 impl Pump {
@@ -342,7 +353,12 @@ impl Pump {
                         self.wake = None;
                         exited_at = Some(self.exit_rx.recv().unwrap_or_else(|_| Instant::now()));
                     }
-                    Slot::Stdout => self.stdout.drain(&mut buf),
+                    Slot::Stdout => {
+                        self.stdout.drain(&mut buf);
+                        if exited_at.is_none() && term_sent_at.is_none() {
+                            self.signal_after_lines();
+                        }
+                    }
                     Slot::Stderr => self.stderr.drain(&mut buf),
                     Slot::Stdin => self.feed(),
                     Slot::Terminal => self.drain_terminal(&mut buf, events),
@@ -375,6 +391,10 @@ impl Pump {
             elapsed: exited_at.saturating_duration_since(self.started),
             pipes_closed_after,
             pid: self.pid,
+            stdout_lines: self.stdout.newlines,
+            line_signal_sent_after: self
+                .line_signal_sent_at
+                .map(|t| t.saturating_duration_since(self.started)),
         })
         // Dropping `self` closes every descriptor conform still holds: the read ends (a
         // descendant still writing gets EPIPE), the held stdin and the terminal's master.
@@ -470,6 +490,16 @@ impl Pump {
             }
         }
         // A flood: keep draining, the next wake-up reads on.
+    }
+
+    /// Sends the line signal, once, when stdout has reached its line; only called before the
+    /// leader is reaped (and before the exit is known), so the pid is still the step's.
+    fn signal_after_lines(&mut self) {
+        let Some(line_signal) = self.line_signal else { return };
+        if self.line_signal_sent_at.is_none() && self.stdout.newlines >= line_signal.after_lines {
+            let _ = kill(pid_of(self.pid), line_signal.signal);
+            self.line_signal_sent_at = Some(Instant::now());
+        }
     }
 
     /// Signals the whole process group; only called before the leader is reaped.

@@ -428,3 +428,70 @@ fn signalling_a_step_that_already_ended_changes_nothing() {
     let outcome = running.wait().unwrap();
     assert_eq!(outcome.termination, Termination::Exited(5));
 }
+
+/// A stream printing a numbered line every 50 ms; on SIGINT it prints which line it had
+/// reached and exits 130. Without a signal it ends after `lines` lines.
+fn counting_stream(lines: u32) -> Program {
+    Program::argv([
+        "python3".to_owned(),
+        "-c".to_owned(),
+        format!(
+            r#"
+import signal, sys, time
+printed = 0
+def stop(signum, frame):
+    print("interrupted after", printed, flush=True)
+    sys.exit(130)
+signal.signal(signal.SIGINT, stop)
+for n in range({lines}):
+    print("line", n + 1, flush=True)
+    printed = n + 1
+    time.sleep(0.05)
+"#
+        ),
+    ])
+}
+
+#[test]
+fn a_line_signal_arrives_once_enough_lines_were_read() {
+    let sandbox = Sandbox::new().unwrap();
+    let mut invocation = sandbox.invocation(counting_stream(200));
+    invocation.timeout = SLACK;
+    let line_signal = exec::LineSignal { after_lines: 3, signal: Signal::SIGINT };
+    let started = Instant::now();
+    let outcome =
+        exec::spawn_watched(&invocation, Graces::default(), line_signal).unwrap().wait().unwrap();
+    assert_eq!(outcome.termination, Termination::Exited(130), "{}", text(&outcome.stderr));
+    let out = text(&outcome.stdout);
+    let reached: u32 = out
+        .lines()
+        .last()
+        .and_then(|l| l.strip_prefix("interrupted after "))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no interruption line: {out}"));
+    // Sent once the third line was read: the stream had printed at least 3 lines, and far
+    // fewer than 200 (a late or missing signal would let it run on).
+    assert!((3..60).contains(&reached), "interrupted after {reached} lines:\n{out}");
+    let sent = outcome.line_signal_sent_after.expect("the signal was sent");
+    assert!(sent >= Duration::from_millis(100), "sent after {sent:?}, before 3 lines could exist");
+    assert!(started.elapsed() < SLACK);
+    // The lines counted are the stream's plus the interruption line (the handler may run
+    // between a print and the count, so one more line may have gone out).
+    let counted = outcome.stdout_lines;
+    assert!((u64::from(reached) + 1..=u64::from(reached) + 2).contains(&counted), "{counted}");
+    assert_nothing_left(&sandbox);
+}
+
+#[test]
+fn a_stream_ending_before_its_line_is_never_signalled() {
+    let sandbox = Sandbox::new().unwrap();
+    let mut invocation = sandbox.invocation(counting_stream(2));
+    invocation.timeout = SLACK;
+    let line_signal = exec::LineSignal { after_lines: 3, signal: Signal::SIGINT };
+    let outcome =
+        exec::spawn_watched(&invocation, Graces::default(), line_signal).unwrap().wait().unwrap();
+    assert_eq!(outcome.termination, Termination::Exited(0));
+    assert_eq!(outcome.line_signal_sent_after, None);
+    assert_eq!(outcome.stdout_lines, 2);
+    assert_nothing_left(&sandbox);
+}

@@ -9,6 +9,7 @@ mod exec;
 mod hostile;
 mod kit_fixtures;
 mod levels;
+mod ordering_streams;
 mod profile;
 mod report;
 mod sandbox;

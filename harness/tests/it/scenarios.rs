@@ -329,3 +329,91 @@ fn the_criterion_map_names_every_scenario() {
         .collect();
     assert!(missing.is_empty(), "scenarios/README.md does not name {missing:?}");
 }
+
+const ORDERED: &str = r#"
+id = "x"
+requirement = "REQ-F-079"
+criterion = "c"
+level = "must"
+
+[[steps]]
+action = "run"
+name = "first"
+order = "value-after-local"
+expect = { exit = 0 }
+
+[[steps]]
+action = "run"
+name = "second"
+order = "value-before-path"
+expect = { exit = 0, same_data_as = "first", same_stdout_as = "first" }
+
+[[steps]]
+action = "run"
+name = "streamed"
+probe = "stream"
+expect = { stream = true, stdout_differs_from = "first", data_differs_from = "second" }
+"#;
+
+#[test]
+fn order_stream_and_output_comparisons_pass_model_and_schema() {
+    let s = parse_scenario("REQ-F-079/x.toml", ORDERED).unwrap();
+    assert_eq!(s.placements().len(), 2);
+    assert!(errors(&validator("scenario.json"), &toml_to_json(ORDERED)).is_empty());
+    // Every placement's word is accepted by both.
+    for p in conform::scenario::Placement::ALL {
+        let text = ORDERED.replacen("value-after-local", p.as_str(), 1);
+        parse_scenario("REQ-F-079/x.toml", &text).unwrap();
+        assert!(errors(&validator("scenario.json"), &toml_to_json(&text)).is_empty(), "{p:?}");
+    }
+}
+
+#[rstest]
+#[case::order_with_role(
+    "order = \"value-after-local\"",
+    "order = \"value-after-local\"\nrole = \"detach\"",
+    Some(9),
+    true
+)]
+#[case::order_with_probe(
+    "order = \"value-before-path\"",
+    "order = \"value-before-path\"\nprobe = \"read\"",
+    Some(15),
+    true
+)]
+#[case::unknown_placement("\"value-before-path\"", "\"value-anywhere\"", Some(16), true)]
+#[case::forward_same_stdout(
+    "same_stdout_as = \"first\"",
+    "same_stdout_as = \"streamed\"",
+    Some(15),
+    false
+)]
+#[case::unknown_same_data("same_data_as = \"first\"", "same_data_as = \"nobody\"", Some(15), false)]
+#[case::self_differs(
+    "stdout_differs_from = \"first\"",
+    "stdout_differs_from = \"streamed\"",
+    Some(21),
+    false
+)]
+#[case::stream_on_order_step(
+    "expect = { exit = 0 }",
+    "expect = { exit = 0, stream = true }",
+    Some(9),
+    false
+)]
+#[case::unknown_probe("probe = \"stream\"", "probe = \"streams\"", Some(22), true)]
+fn a_broken_order_or_stream_step_is_refused_with_its_place(
+    #[case] from: &str,
+    #[case] to: &str,
+    #[case] line: Option<usize>,
+    #[case] schema_too: bool,
+) {
+    assert!(ORDERED.contains(from), "{from}");
+    let text = ORDERED.replacen(from, to, 1);
+    let err = parse_scenario("REQ-F-079/x.toml", &text).unwrap_err();
+    assert_eq!(err.location.map(|(l, _)| l), line, "{err}");
+    if schema_too {
+        let errs = errors(&validator("scenario.json"), &toml_to_json(&text));
+        assert!(!errs.is_empty(), "the schema accepted:\n{text}");
+    }
+}
