@@ -186,9 +186,7 @@ impl<'a> JobContext<'a> {
         state: &T,
         done: u64,
     ) -> Result<Flow, CheckpointError> {
-        self.progress
-            .flush()
-            .map_err(|e| CheckpointError::Io(std::io::Error::other(e.to_string())))?;
+        self.flush_before_checkpoint()?;
         store.checkpoint(state, done, &mut self.stop)
     }
 
@@ -201,10 +199,13 @@ impl<'a> JobContext<'a> {
         state: &T,
         done: u64,
     ) -> Result<Flow, CheckpointError> {
-        self.progress
-            .flush()
-            .map_err(|e| CheckpointError::Io(std::io::Error::other(e.to_string())))?;
+        self.flush_before_checkpoint()?;
         store.commit_with(tx, state, done, &mut self.stop)
+    }
+
+    /// The progress flush every safe point starts with, failing as a checkpoint error.
+    fn flush_before_checkpoint(&mut self) -> Result<(), CheckpointError> {
+        self.progress.flush().map_err(|e| CheckpointError::Io(std::io::Error::other(e.to_string())))
     }
 }
 
