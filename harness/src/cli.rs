@@ -440,6 +440,9 @@ fn summary_json(s: &Scenario) -> Value {
 fn needs(s: &Scenario) -> String {
     let mut parts: Vec<String> = s.roles.clone();
     parts.extend(s.probe_kinds().iter().map(|k| format!("kit:{}", k.as_str())));
+    if !s.placements().is_empty() {
+        parts.push("kit:argument_order".to_owned());
+    }
     if parts.is_empty() { "-".into() } else { parts.join(",") }
 }
 

@@ -45,6 +45,12 @@
 //!   [`DEFAULT_PIPE_GRACE`]); if a descendant still holds a pipe by then, the driver stops
 //!   reading, closes its ends and reports `None`: the caller was not released. A detached
 //!   grandchild can therefore never make a step hang.
+//! - **Line signals.** [`spawn_watched`] also counts the newlines of stdout as the pump reads
+//!   them (kept or not) and sends a [`LineSignal`] to the started process alone (not its group)
+//!   once that many were read, at most once and never after the exit is known;
+//!   [`Outcome::line_signal_sent_after`] says whether and when. Nothing else changes: the
+//!   timeout, caps and graces are those of any step, and a stream ending before its line is
+//!   never signalled.
 //! - **Bounds.** A step therefore ends at the latest after `timeout + kill grace + pipe grace`
 //!   (plus scheduling noise), and holds at most two capture buffers of `capture_limit` bytes.
 //!

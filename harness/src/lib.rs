@@ -12,7 +12,7 @@
 //! ## Running it
 //!
 //! ```text
-//! conform run TOOL [--profile FILE] [--only ID]... [--skip ID]... [-j N]
+//! conform run [TOOL] [--profile FILE] [--only ID]... [--skip ID]... [-j N]
 //!                  [--format human|json] [--junit FILE] [--summary-md FILE]
 //!                  [--snapshots DIR [--update]] [--baseline FILE] [--keep-sandboxes]
 //! conform list [--format human|json]
@@ -21,6 +21,9 @@
 //! conform completions SHELL
 //! ```
 //!
+//! Without TOOL, `run` runs the profile's `[tool] command` (its first element, a path relative
+//! to the profile when it holds a `/`, else a name looked up in `PATH`; the other elements lead
+//! every invocation of the tool); with neither it is an `ARG_ERROR`.
 //! `run` reads `./conform.toml` when `--profile` is not given, and runs without a profile when
 //! there is none: every static and quick check still runs, and each scenario needing a role is
 //! skipped with the reason ("profile names no `detach` role"). `--only` / `--skip` take a
@@ -34,7 +37,7 @@
 //!
 //! ## How a run goes (one module per stage)
 //!
-//! 1. [`discover`]: `TOOL manifest` once, accepted bare or wrapped in an envelope; it tells
+//! 1. [`discover`]: `TOOL manifest` (or the profile's `[kit] manifest` arguments) once, accepted bare or wrapped in an envelope; it tells
 //!    which commands are interruptible and which write. conform refuses to run a mutating or
 //!    destructive command that the profile does not name in a role (the `job` built-ins
 //!    aside: they only touch jobs the scenario started in its own sandbox).
@@ -110,6 +113,22 @@
 //! read = [["version"]]
 //! invalid = [["analyze", "--no-such-flag"]]
 //! setup = ["mkdir -p cache"]          # before each scenario that runs kit probes
+//! timeout_seconds = 10                # optional: the limit of every kit probe, (0, 120]
+//! manifest = ["manifest"]             # optional: what prints the manifest (the default)
+//!
+//! [[kit.stream]]                      # a command writing a JSONL stream (REQ-O-004)
+//! argv = ["export", "big.csv", "--stream"]
+//! deadline_seconds = 20               # optional, (0, 600]: killed (and failed) after it
+//! signal = "INT"                      # optional, with after_lines: SIGINT after 3 lines
+//! after_lines = 3
+//!
+//! [kit.argument_order]                # a safe command and a global option to move around
+//! command_path = ["list"]
+//! local_args = ["--limit", "3"]
+//! global_flag = "--output"
+//! value = "json"                      # stdout: one envelope
+//! alternate_value = "text"            # accepted, with different stdout
+//! positional = "data"                 # optional: for the option-after-positional checks
 //!
 //! [[kit.destructive]]
 //! argv = ["purge", "--db", "shop.db"]
@@ -120,7 +139,11 @@
 //!
 //! Kit probes run in a scenario's sandbox like roles: `[kit]`'s `fixtures` and `setup` prepare
 //! it for any scenario that runs a kit probe, then each destructive probe's own `fixtures` and
-//! `setup` for a scenario that runs destructive probes. Every setup command (of roles and
+//! `setup` for a scenario that runs destructive probes (likewise each stream probe's, and
+//! `[kit.argument_order]`'s, which take the same two keys). With `timeout_seconds`, every kit
+//! probe step runs under that limit: one still running then is killed and fails, as the kit
+//! counts a hang. A stream probe's `deadline_seconds` defaults to it (else conform's 30 s).
+//! `[tool] command = ["python3", "cli.py"]` names the tool when `conform run` is given none. Every setup command (of roles and
 //! probes) finds the tool's absolute path in `CONFORM_TOOL`.
 //!
 //! Every key is checked ([`profile`]): an unknown key or role, an empty argv, a missing
@@ -130,8 +153,9 @@
 //!
 //! A `--profile` whose name ends in `.json` is read as a profile of the spec's own
 //! conformance kit (its `schemas/conformance-profile.md`: `schema_version` "1.0", `tool`,
-//! `command`, `timeout_seconds`, `manifest`, and `probes` of kind `read`, `invalid` or
-//! `destructive` with a `dry_run_flag`): its probes become `[kit]`, so a vendor with a kit
+//! `command`, `timeout_seconds`, `manifest`, `argument_order`, and `probes` of kind `read`,
+//! `invalid`, `destructive` with a `dry_run_flag`, or `stream` with `deadline_seconds` and
+//! `signal` with `after_lines`): `command` becomes `[tool] command`, the rest `[kit]`, so a vendor with a kit
 //! profile gets every kit check from conform unchanged ([`profile::kit`]). It names no roles,
 //! so the §79 scenarios are skipped with that reason until a `conform.toml` adds them.
 //!
@@ -187,9 +211,30 @@
 //! through a symbolic link in this sandbox directory, whose name may hold spaces, quotes and
 //! `$`: command lines the tool builds from its own path must quote it), `probe` (instead of a
 //! role: once for each kit probe of the profile, `read`, `invalid`, `destructive` as written,
-//! or `destructive-preview` with its dry-run flag; no such probes skips the scenario),
-//! `expect`. `continue` and
+//! or `destructive-preview` with its dry-run flag, `stream` for every stream probe, signalled
+//! when it declares a signal, `stream-signal` for those that do; no such probes skips the
+//! scenario), `order` (instead of a role or a probe: the argv of `[kit.argument_order]` in a
+//! placement, below; a profile without it, or without `positional` for the last three, skips
+//! the scenario), `expect`. `continue` and
 //! `cancel` run with the `from` step's environment plus their own `env` / `env_remove`.
+//!
+//! A stream step reads stdout line by line; with a signal, SIGINT goes to the tool's process
+//! (not its group) as soon as `after_lines` lines were read, and a stream that ends before is a
+//! `stream-signal` finding ("never sent"); a stream still running at its deadline has its
+//! process group killed and is a `stream-deadline` finding. Its response (what `json`,
+//! `schema`, `same_*` look at) is the stream's terminal line.
+//!
+//! Placements of `order`, with F the global flag, V its value, A the alternate value, P the
+//! command path, L the local arguments and X the positional (`args` follow):
+//!
+//! | placement               | argv        | placement               | argv          |
+//! |-------------------------|-------------|-------------------------|---------------|
+//! | `value-before-path`     | F V P L     | `alternate-before-path` | F A P L       |
+//! | `value-between`         | P F V L     | `alternate-between`     | P F A L       |
+//! | `value-after-local`     | P L F V     | `alternate-after-local` | P L F A       |
+//! | `conflicting-repeat`    | F V P L F A | `same-value-repeat`     | F V P L F V   |
+//! | `positional-then-local` | P X L       | `local-then-positional` | P L X         |
+//! | `positional-alone`      | P X         |                         |               |
 //!
 //! ### Templates and durations
 //!
@@ -227,12 +272,18 @@
 //! | `no_ansi`            | these streams (`stdout`, `stderr`) hold no ANSI escape       | `ansi` |
 //! | `no_prose`           | stdout is empty or one JSON document (help and prose go to stderr) | `prose` |
 //! | `warnings`           | each code is the `code` of a `warnings` entry in at least one response of the step | `warning` |
+//! | `stream`             | stdout is a REQ-O-004 stream ([`stream`]): one JSON object a line, heartbeats ordinary, exactly one terminal line last (a `_summary`, exit 0; or a valid error envelope whose `meta.exit_code` is the exit), numbered `_seq` 1, 2, ... with `_count` / `meta.items_emitted` to match, or no `_seq` at all; one finding per broken rule, with its line | `stream` |
+//! | `same_stdout_as`     | stdout is byte for byte that step's last stdout              | `same-stdout` |
+//! | `stdout_differs_from`| stdout differs from that step's                              | `stdout-differs` |
+//! | `same_data_as`       | the response's `/data` equals that step's                    | `same-data` |
+//! | `data_differs_from`  | the response's `/data` differs from that step's              | `data-differs` |
 //! | `manifest_rules`     | the manifest keeps these registration rules: `detach-or-resume`, `incomplete-entry`, `incomplete-entry-shape`, `not-async-or-streaming`, `resumable-writer-has-key`, `budget-flag-only-when-interruptible` | `manifest-rule` |
 //!
 //! Beside them the runner reports `timeout` (a step outlived its limit and was killed),
 //! `continue-loop` (the hop limit was reached), `shell` (a `shell` step failed),
-//! `missing-command` (no `continue_command` / `cancel_command` to run), `kill-worker` (no
-//! worker found) and `leaked-process` (a marked process outlived the scenario and its cancels).
+//! `missing-command` (no `continue_command` / `cancel_command` to run), `stream-signal` (a
+//! stream ended before its signal was sent), `stream-deadline` (a stream killed at its
+//! deadline), `kill-worker` (no worker found) and `leaked-process` (a marked process outlived the scenario and its cancels).
 //!
 //! ## Calibrated comparison and redaction
 //!
