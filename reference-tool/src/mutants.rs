@@ -189,8 +189,8 @@ mutants! {
     VersionPrintsProgressFirst = "version-prints-progress-first",
     /// `version` fails when stdin is empty, e.g. `/dev/null` (a read command needs no input).
     ReadProbesNeedInput = "read-probes-need-input",
-    /// A global option after the command path is refused as an unknown flag (global options
-    /// mean the same anywhere).
+    /// The global `--output` after the command path is refused as an unknown flag (global
+    /// options mean the same anywhere).
     GlobalOptionAfterPathRefused = "global-option-after-path-refused",
     /// A global option given before the command path is replaced by the command's default
     /// (its value survives the command).
@@ -199,7 +199,8 @@ mutants! {
     ConflictingRepeatLastWins = "conflicting-repeat-last-wins",
     /// A scalar option repeated with the same value is refused (it is accepted).
     SameValueRepeatRefused = "same-value-repeat-refused",
-    /// A command-local option after the first positional is ignored (it takes effect).
+    /// An optional command-local option after the first positional is ignored, so its default
+    /// applies (it takes effect).
     OptionsStopAtPositional = "options-stop-at-positional",
     /// A stream ends without its summary line (it ends with exactly one terminal line).
     StreamWithoutSummary = "stream-without-summary",

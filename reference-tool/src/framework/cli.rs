@@ -247,9 +247,7 @@ pub fn parse(command: Command, registry: &Registry, argv: &[OsString]) -> Result
     if crate::mutants::active(crate::mutants::Mutant::GlobalOptionAfterPathRefused)
         && let Some(first) = options::first_word(&tokens)
         && let Some(name) = tokens.iter().find_map(|t| match t {
-            options::Token::Option { name, index, .. }
-                if *index > first && options::GLOBAL_VALUE_OPTIONS.contains(&name.as_str()) =>
-            {
+            options::Token::Option { name, index, .. } if *index > first && name == "output" => {
                 Some(name)
             }
             _ => None,
@@ -289,7 +287,10 @@ pub fn parse(command: Command, registry: &Registry, argv: &[OsString]) -> Result
         for token in &tokens {
             if let options::Token::Option { name, index, .. } = token
                 && *index > positional
-                && spec.flags.iter().any(|f| &f.name == name && f.owner == FlagOwner::Command)
+                && spec
+                    .flags
+                    .iter()
+                    .any(|f| &f.name == name && f.owner == FlagOwner::Command && !f.required)
             {
                 args.values.remove(name);
             }
