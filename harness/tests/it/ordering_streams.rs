@@ -292,3 +292,25 @@ fn a_profile_without_signalled_streams_skips_the_signal_scenario() {
     let reason = static_skip(&scenario, &p).unwrap();
     assert!(reason.contains("`stream` probes with a `signal`"), "{reason}");
 }
+
+#[test]
+fn argument_order_and_stream_probes_prepare_only_the_sandboxes_that_use_them() {
+    let log_dir = tempfile::tempdir().unwrap();
+    let log = log_dir.path().join("setup.log");
+    let order = ORDER_PROFILE.replace(
+        "positional = \"site\"\n",
+        &format!("positional = \"site\"\nsetup = [\"echo order >> '{}'\"]\n", log.display()),
+    );
+    let stream = STREAM_PROFILE.replacen(
+        "deadline_seconds = 20\n",
+        &format!("deadline_seconds = 20\nsetup = [\"echo stream >> '{}'\"]\n", log.display()),
+        1,
+    );
+    let (_dir, p) = profile(&format!("{order}\n{stream}"), "");
+    let result = run("REQ-F-079/x.toml", ORDER_SCENARIO, p.clone());
+    assert_eq!(result.status, Status::Pass, "{:#?}", findings(&result));
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "order\n");
+    let result = run("REQ-O-004/y.toml", STREAM_SCENARIO, p);
+    assert_eq!(result.status, Status::Pass, "{:#?}", findings(&result));
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "order\nstream\n");
+}
