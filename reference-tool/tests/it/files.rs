@@ -268,3 +268,28 @@ fn the_manifest_declares_streaming_and_only_files_takes_stream() {
         assert_eq!(run.code(), "STREAMING_NOT_SUPPORTED", "{args:?}");
     }
 }
+
+#[test]
+fn sigterm_and_the_timeout_end_a_stream_on_their_own_envelope() {
+    let sandbox = site(25);
+    let mut cmd = sandbox.command(&["files", "site", "--stream"]);
+    cmd.env("REFTOOL_PACE_MS", "100");
+    let mut child = cmd.spawn().unwrap();
+    let (mut reader, head) = read_lines(&mut child, 2);
+    kill(Pid::from_raw(i32::try_from(child.id()).unwrap()), Signal::SIGTERM).unwrap();
+    let mut rest = String::new();
+    reader.read_to_string(&mut rest).unwrap();
+    assert_eq!(child.wait().unwrap().code(), Some(143));
+    let terminal = assert_stream(&lines(&format!("{head}{rest}")), 143).clone();
+    assert_eq!(terminal["error"]["code"], "CANCELLED");
+
+    let run = sandbox
+        .command(&["files", "site", "--stream", "--timeout", "450ms"])
+        .env("REFTOOL_PACE_MS", "100")
+        .output()
+        .unwrap();
+    let exit = run.status.code().unwrap();
+    assert_eq!(exit, 10);
+    let lines = lines(&String::from_utf8(run.stdout).unwrap());
+    assert_eq!(assert_stream(&lines, exit)["error"]["code"], "TIMEOUT");
+}
