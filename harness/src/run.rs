@@ -865,19 +865,24 @@ impl ScenarioState<'_> {
                 if let Some(ls) = line_signal
                     && obs.outcome.line_signal_sent_after.is_none()
                 {
-                    findings.push(
-                        Finding::new(
-                            "stream-signal",
-                            format!(
-                                "SIG{} was never sent: the stream ended after {} lines, before the {} that trigger it",
-                                probe.signal.as_deref().unwrap_or("INT"),
-                                obs.outcome.stdout_lines,
-                                ls.after_lines
-                            ),
+                    let signal = probe.signal.as_deref().unwrap_or("INT");
+                    let lines = obs.outcome.stdout_lines;
+                    let how = if obs.outcome.termination == Termination::TimedOut {
+                        format!("only {lines} of {} lines came before the deadline", ls.after_lines)
+                    } else {
+                        format!(
+                            "the stream ended after {lines} lines, before the {} that trigger it",
+                            ls.after_lines
                         )
-                        .expected(format!("at least {} lines, then the signal", ls.after_lines))
-                        .actual(format!("{} lines, {}", obs.outcome.stdout_lines, obs.record.ended))
-                        .at_step(at.clone()),
+                    };
+                    findings.push(
+                        Finding::new("stream-signal", format!("SIG{signal} was never sent: {how}"))
+                            .expected(format!(
+                                "at least {} lines, then SIG{signal}",
+                                ls.after_lines
+                            ))
+                            .actual(format!("{lines} lines, {}", obs.record.ended))
+                            .at_step(at.clone()),
                     );
                 }
                 if obs.outcome.termination == Termination::TimedOut {
