@@ -196,13 +196,44 @@ fn text_of(value: &Value) -> String {
             out
         }
         Value::String(s) => format!("{s}\n"),
+        Value::Array(items) if items.iter().all(flat_object) => {
+            items.iter().map(item_line).collect()
+        }
         other => format!("{}\n", serde_json::to_string_pretty(other).unwrap_or_default()),
     }
+}
+
+/// An object of scalars only (a list command's item).
+fn flat_object(value: &Value) -> bool {
+    value.as_object().is_some_and(|map| map.values().all(|v| !v.is_object() && !v.is_array()))
+}
+
+/// One line per item of a list: its `key=value` pairs in order, strings bare.
+fn item_line(item: &Value) -> String {
+    let Some(map) = item.as_object() else { return String::new() };
+    let pairs: Vec<String> = map
+        .iter()
+        .map(|(key, value)| match value {
+            Value::String(s) => format!("{key}={s}"),
+            other => format!("{key}={other}"),
+        })
+        .collect();
+    format!("{}\n", pairs.join(" "))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_list_of_flat_items_is_one_line_each_in_text() {
+        let response = Response::success(json!([
+            {"path": "a b.txt", "bytes": 3},
+            {"path": "c", "bytes": 0}
+        ]));
+        let (stdout, _) = response.render(OutputMode::Text);
+        assert_eq!(String::from_utf8(stdout).unwrap(), "path=a b.txt bytes=3\npath=c bytes=0\n");
+    }
 
     #[test]
     fn ok_and_exit_code_follow_the_exit() {

@@ -44,7 +44,7 @@ fn subcommand_default_overrides_global() {
     let args = ["--output", "text", "files", "--limit", "2", "site"];
     let (exit, text) = call(&sandbox, None, &args);
     assert_eq!(exit, 0);
-    assert!(text.starts_with('['), "{text}");
+    assert!(text.starts_with("path="), "{text}");
     let (exit, json) = call(&sandbox, Some(Mutant::SubcommandDefaultOverridesGlobal), &args);
     assert_eq!(exit, 0);
     assert!(json.starts_with('{'), "the value before the path is lost: {json}");
@@ -59,7 +59,7 @@ fn conflicting_repeat_last_wins() {
     assert_eq!(call(&sandbox, None, &args).0, 2);
     let (exit, stdout) = call(&sandbox, Some(Mutant::ConflictingRepeatLastWins), &args);
     assert_eq!(exit, 0);
-    assert!(stdout.starts_with('['), "the last value won: {stdout}");
+    assert!(stdout.starts_with("path="), "the last value won: {stdout}");
 }
 
 #[test]
