@@ -16,6 +16,11 @@
 //!   no `must` scenario at all: the claim cannot be made until those checks run;
 //! * `pass`: every one of them ran and passed.
 //!
+//! The spec's own conformance kit verifies a level with fourteen checks; [`KIT_CHECKS`] names
+//! the scenarios that make each; they sit at the kit's level or below it, so a level is never a
+//! `pass` while one of the checks it needs did not run. [`kit_checks`] answers the kit's checks one by one (pass / fail /
+//! skip), so a report reads like the kit's result for a vendor who knows that.
+//!
 //! `should` and `may` scenarios never decide a level. The same rule gives a separate verdict
 //! for §79, "Work Outlives the Caller's Budget" ([`INTERRUPTION_REQUIREMENTS`]: REQ-C-033,
 //! REQ-F-080, REQ-F-081, REQ-F-082, REQ-C-034, REQ-C-035): its requirements are `P1`, so they
@@ -44,7 +49,9 @@ pub const LEVEL_1_REQUIREMENTS: [&str; 12] = [
 ];
 
 /// The other `P0` requirements of the spec's index (`requirements/index.md`): Level 2. The
-/// §79 requirements are `P1`, so Level 3.
+/// §79 requirements are `P1`, so Level 3. Checked against the index's priority column (51 `P0`
+/// requirements: 33 framework, 12 command-contract, 6 opt-in) and against `levels.md`, whose
+/// Level 2 holds 51 requirements: these twelve and thirty-nine.
 pub const LEVEL_2_REQUIREMENTS: [&str; 39] = [
     "REQ-F-005",
     "REQ-F-011",
@@ -173,34 +180,125 @@ pub struct Unselected {
     pub level: Level,
 }
 
-/// Checks of the spec's own conformance kit that conform has no scenario for yet, with the
-/// level each belongs to. Until they exist no run can support a claim of that level, so the
-/// level stays `incomplete` however well the tool does on the rest.
-pub const UNCHECKED_KIT_CHECKS: [(u8, &str); 3] =
-    [(3, "argument_order"), (3, "stream_contract"), (3, "stream_sigint")];
+/// One check of the spec's own conformance kit (its `conformance/README.md`), the level the kit
+/// tags it with, and the conform scenarios that make it: each does what the kit does, or more.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KitCheck {
+    /// The kit's id, e.g. `no_hang_stdin_closed`.
+    pub id: &'static str,
+    /// The kit's level for it.
+    pub level: u8,
+    /// conform's scenarios for it, all `must`.
+    pub scenarios: &'static [&'static str],
+}
+
+/// The kit's fourteen checks, in its order. A vendor who used the kit reads a conform report
+/// through this table. Every scenario named here is a `must` scenario of the catalogue at the
+/// kit's level or below it (a test keeps it so), so a level's verdict already waits for them.
+pub const KIT_CHECKS: [KitCheck; 14] = [
+    KitCheck {
+        id: "no_hang_stdin_closed",
+        level: 1,
+        scenarios: &["read-probes-end-with-stdin-closed"],
+    },
+    KitCheck {
+        id: "no_hang_stdin_open",
+        level: 1,
+        scenarios: &["read-probes-end-with-stdin-open"],
+    },
+    KitCheck { id: "json_envelope", level: 1, scenarios: &["read-probes-answer-one-envelope"] },
+    KitCheck { id: "exit_code_contract", level: 1, scenarios: &["probe-exits-are-standard-codes"] },
+    KitCheck { id: "stdout_no_ansi", level: 1, scenarios: &["read-probes-keep-ansi-off-stdout"] },
+    KitCheck { id: "no_color_honored", level: 1, scenarios: &["no-color-is-honoured"] },
+    KitCheck { id: "help_off_stdout", level: 1, scenarios: &["help-keeps-stdout-clean"] },
+    KitCheck {
+        id: "invalid_input_exit_2",
+        level: 1,
+        scenarios: &["invalid-probes-are-arg-errors"],
+    },
+    KitCheck {
+        id: "dry_run_preview",
+        level: 1,
+        scenarios: &["dry-run-previews", "dry-run-changes-nothing"],
+    },
+    KitCheck {
+        id: "destructive_refuses_unconfirmed",
+        level: 2,
+        scenarios: &["destructive-refuses-unconfirmed"],
+    },
+    KitCheck { id: "manifest_valid", level: 3, scenarios: &["manifest-valid"] },
+    KitCheck {
+        id: "argument_order",
+        level: 3,
+        scenarios: &[
+            "global-option-means-the-same-anywhere",
+            "global-option-value-survives-the-command",
+            "conflicting-repeats-are-arg-errors",
+            "options-after-positionals-take-effect",
+        ],
+    },
+    KitCheck { id: "stream_contract", level: 3, scenarios: &["stream-lines-keep-the-contract"] },
+    KitCheck { id: "stream_sigint", level: 3, scenarios: &["sigint-ends-the-stream-cancelled"] },
+];
+
+/// How a kit check came out, in the kit's words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum KitStatus {
+    /// Every scenario of the check ran and passed.
+    Pass,
+    /// One of them failed (a failure a baseline expected included: the kit has no baseline).
+    Fail,
+    /// None failed, but one did not run (skipped, a harness error, not selected, or not in
+    /// this build's catalogue).
+    Skip,
+}
+
+/// The outcome of one kit check over a run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KitCheckVerdict {
+    /// The kit's id.
+    pub check: String,
+    /// The kit's level for it.
+    pub level: u8,
+    /// pass / fail / skip.
+    pub status: KitStatus,
+    /// conform's scenarios for it.
+    pub scenarios: Vec<String>,
+}
+
+/// The kit's checks as this run answers them.
+pub fn kit_checks(results: &[ScenarioResult]) -> Vec<KitCheckVerdict> {
+    KIT_CHECKS
+        .iter()
+        .map(|check| {
+            let found: Vec<Option<&ScenarioResult>> =
+                check.scenarios.iter().map(|id| results.iter().find(|r| r.id == *id)).collect();
+            let status = if found.iter().flatten().any(|r| matches!(r.status, Status::Fail)) {
+                KitStatus::Fail
+            } else if found.iter().all(|r| r.is_some_and(|r| r.status == Status::Pass)) {
+                KitStatus::Pass
+            } else {
+                KitStatus::Skip
+            };
+            KitCheckVerdict {
+                check: check.id.to_owned(),
+                level: check.level,
+                status,
+                scenarios: check.scenarios.iter().map(|s| (*s).to_owned()).collect(),
+            }
+        })
+        .collect()
+}
 
 /// The verdicts on Level 1, 2 and 3, then §79's, for these results; `unselected` are the
 /// catalogue's scenarios that did not run at all.
 pub fn verdicts(results: &[ScenarioResult], unselected: &[Unselected]) -> Vec<ClaimVerdict> {
     let mut all: Vec<ClaimVerdict> = (1..=3)
         .map(|level| {
-            let mut verdict = judge(
-                format!("level-{level}"),
-                level_name(level),
-                results,
-                unselected,
-                |requirement| spec_level(requirement) <= level,
-            );
-            let unchecked: Vec<String> = UNCHECKED_KIT_CHECKS
-                .iter()
-                .filter(|(at, _)| *at <= level)
-                .map(|(_, check)| format!("the kit's `{check}` check has no conform scenario yet"))
-                .collect();
-            if !unchecked.is_empty() && verdict.verdict == Claim::Pass {
-                verdict.verdict = Claim::Incomplete;
-            }
-            verdict.reasons.extend(unchecked);
-            verdict
+            judge(format!("level-{level}"), level_name(level), results, unselected, |requirement| {
+                spec_level(requirement) <= level
+            })
         })
         .collect();
     all.push(judge(
