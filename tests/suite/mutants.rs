@@ -194,6 +194,15 @@ fn reftool_targets(mutant: Mutant) -> &'static [&'static str] {
         Mutant::UnconfirmedDrops => &["destructive-refuses-unconfirmed"],
         Mutant::ArgErrorExits127 => &["probe-exits-are-standard-codes"],
         Mutant::VersionPrintsProgressFirst => &["read-probes-answer-one-envelope"],
+        Mutant::GlobalOptionAfterPathRefused => &["global-option-means-the-same-anywhere"],
+        Mutant::SubcommandDefaultOverridesGlobal => &["global-option-value-survives-the-command"],
+        Mutant::ConflictingRepeatLastWins => &["conflicting-repeats-are-arg-errors"],
+        Mutant::SameValueRepeatRefused => &["same-value-repeats-are-accepted"],
+        Mutant::OptionsStopAtPositional => &["options-after-positionals-take-effect"],
+        Mutant::StreamWithoutSummary | Mutant::StreamSeqSkips => {
+            &["stream-lines-keep-the-contract"]
+        }
+        Mutant::SigintExits1 | Mutant::SigintNotPartial => &["sigint-ends-the-stream-cancelled"],
     }
 }
 
@@ -241,12 +250,9 @@ const PYAGENT_FAULTS: &[(&str, &[&str])] = &[
 ];
 
 /// Scenarios the correct pyagent fails today, each with the reason. The test insists on
-/// exactly these, so a fix makes it ask for the entry's removal.
-const PYAGENT_KNOWN_FAILURES: &[(&str, &str)] = &[(
-    "async-returns-a-job-descriptor",
-    "survey's descriptor predates the REQ-C-022 job-descriptor schema: it has state and \
-     wait_command but no status, terminal, poll_interval_ms or timeout_ms",
-)];
+/// exactly these, so a fix makes it ask for the entry's removal. (None since its `survey`
+/// answers the full REQ-C-022 job descriptor.)
+const PYAGENT_KNOWN_FAILURES: &[(&str, &str)] = &[];
 
 fn rows() -> Vec<Row> {
     let mut rows = vec![Row { tool: Tool::Reftool, fault: None, targets: &[], unstable: &[] }];

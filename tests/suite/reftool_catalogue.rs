@@ -147,6 +147,11 @@ catalogue! {
     read_probes_end_with_stdin_closed => "read-probes-end-with-stdin-closed",
     read_probes_end_with_stdin_open => "read-probes-end-with-stdin-open",
     help_keeps_stdout_clean => "help-keeps-stdout-clean",
+    conflicting_repeats_are_arg_errors => "conflicting-repeats-are-arg-errors",
+    options_after_positionals_take_effect => "options-after-positionals-take-effect",
+    same_value_repeats_are_accepted => "same-value-repeats-are-accepted",
+    global_option_means_the_same_anywhere => "global-option-means-the-same-anywhere",
+    global_option_value_survives_the_command => "global-option-value-survives-the-command",
     budget_flag_beats_env => "budget-flag-beats-env",
     budget_flag_exits_14_within_budget => "budget-flag-exits-14-within-budget",
     budget_zero_runs_to_the_end => "budget-zero-runs-to-the-end",
@@ -181,6 +186,8 @@ catalogue! {
     paused_writer_continues_with_key => "paused-writer-continues-with-key",
     progress_never_decreases => "progress-never-decreases",
     resumed_writer_progress_never_decreases => "resumed-writer-progress-never-decreases",
+    sigint_ends_the_stream_cancelled => "sigint-ends-the-stream-cancelled",
+    stream_lines_keep_the_contract => "stream-lines-keep-the-contract",
 }
 
 #[test]
