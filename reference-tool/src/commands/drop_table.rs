@@ -28,12 +28,7 @@ use crate::framework::{
     CommandSpec, Ctx, DangerLevel, Exit, Failure, FlagSpec, Phase, SideEffects,
 };
 
-// Until `framework/mod.rs` declares `pub mod userdb;`, the helper is compiled here (and reached
-// from `migrate` through this module).
-#[path = "../framework/userdb.rs"]
-pub(crate) mod userdb;
-
-use userdb::{DbExits, DeclareDbExits, db_failure};
+use crate::framework::userdb::{self, DbExits, DeclareDbExits, db_failure};
 
 /// The preview flag.
 pub const DRY_RUN_FLAG: &str = "dry-run";

@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use rusqlite::{OpenFlags, TransactionBehavior};
 use serde_json::{Value, json};
 
-use super::drop_table::userdb::{self, DbExits, DeclareDbExits, db_failure};
+use crate::framework::userdb::{self, DbExits, DeclareDbExits, db_failure};
 use crate::framework::{
     CommandSpec, Ctx, DangerLevel, Exit, Failure, FlagSpec, Phase, SideEffects,
 };

@@ -113,6 +113,7 @@ pub mod registry;
 pub mod state;
 pub mod stop;
 pub mod stream;
+pub mod userdb;
 
 pub use app::{App, Finished, HiddenEntry};
 pub use context::{ArgValue, Args, Ctx, Failure, Invocation, Phase, Warning};
