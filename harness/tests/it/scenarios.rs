@@ -96,6 +96,12 @@ fn the_catalogue_uses_every_step_and_check_kind() {
                 if r.tool_dir.is_some() {
                     actions.insert("run.tool_dir");
                 }
+                if r.order.is_some() {
+                    actions.insert("run.order");
+                }
+                if matches!(r.probe, Some(conform::scenario::ProbeKind::StreamSignal)) {
+                    actions.insert("run.probe.stream-signal");
+                }
                 if let Some(stdin) = r.stdin {
                     actions.insert(match stdin {
                         conform::scenario::StdinKind::Closed => "stdin.closed",
@@ -125,6 +131,8 @@ fn the_catalogue_uses_every_step_and_check_kind() {
         "run.kill_group",
         "run.probe",
         "run.tool_dir",
+        "run.order",
+        "run.probe.stream-signal",
         "stdin.pty",
         "stdin.open",
         "stdin.closed",
@@ -148,6 +156,11 @@ fn the_catalogue_uses_every_step_and_check_kind() {
         "no_ansi",
         "differs_from",
         "continues_verbatim",
+        "stream",
+        "same_stdout_as",
+        "stdout_differs_from",
+        "same_data_as",
+        "data_differs_from",
     ] {
         assert!(checks.contains(c), "no scenario uses the check {c}");
     }
