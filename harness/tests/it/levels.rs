@@ -211,3 +211,45 @@ fn nothing_to_judge_is_incomplete_not_a_pass() {
     // result or as not selected, and those decide it (see the test above).
     assert_eq!(claim(&all, "level-3").verdict, Claim::Pass);
 }
+
+/// The README's table of the kit's checks says what [`KIT_CHECKS`] says, and every fixture and
+/// mutant it names exists.
+#[test]
+fn the_readme_kit_table_is_the_kit_checks() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let readme = std::fs::read_to_string(root.join("README.md")).expect("README.md");
+    let begin = readme.find("<!-- kit:begin").expect("README has the kit table");
+    let end = readme.find("<!-- kit:end -->").expect("README closes the kit table");
+    let rows: Vec<Vec<String>> = readme[begin..end]
+        .lines()
+        .filter(|l| l.starts_with("| `"))
+        .map(|l| l.trim_matches('|').split(" | ").map(|c| c.trim().to_owned()).collect())
+        .collect();
+    let names = |cell: &str| -> Vec<String> {
+        if cell.starts_with('(') {
+            return Vec::new(); // not a kit fixture: said in words
+        }
+        cell.split(", ").map(|n| n.trim_matches('`').to_owned()).collect()
+    };
+    assert_eq!(rows.len(), KIT_CHECKS.len(), "{rows:#?}");
+    let mutants = std::fs::read_to_string(root.join("reference-tool/src/mutants.rs")).unwrap();
+    let kit_dir = root.join("harness/tests/fixtures/tools/kit");
+    for (row, check) in rows.iter().zip(&KIT_CHECKS) {
+        assert_eq!(row.len(), 5, "{row:?}");
+        assert_eq!(row[0], format!("`{}`", check.id));
+        assert_eq!(row[1], check.level.to_string(), "{}", check.id);
+        assert_eq!(names(&row[2]), check.scenarios, "{}", check.id);
+        for fixture in names(&row[3]) {
+            assert!(kit_dir.join(&fixture).is_file(), "{}: no kit fixture {fixture}", check.id);
+        }
+        let named = names(&row[4]);
+        assert!(!named.is_empty(), "{}: no mutant", check.id);
+        for mutant in named {
+            assert!(
+                mutants.contains(&format!("= \"{mutant}\"")),
+                "{}: no mutant {mutant}",
+                check.id
+            );
+        }
+    }
+}
