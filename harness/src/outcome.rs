@@ -34,7 +34,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::exec;
-use crate::levels::{ClaimVerdict, Unselected};
+use crate::levels::{ClaimVerdict, KitCheckVerdict, Unselected};
 
 /// How strongly the contract asks for a criterion.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -678,6 +678,9 @@ pub struct RunSummary {
     pub requirements: Vec<RequirementVerdict>,
     /// The spec's Level 1, 2 and 3, then §79 ([`crate::levels`]).
     pub claims: Vec<ClaimVerdict>,
+    /// The spec kit's fourteen checks, each as this run answers it ([`crate::levels::kit_checks`]).
+    #[serde(default)]
+    pub kit_checks: Vec<KitCheckVerdict>,
     /// What could and could not be judged.
     pub coverage: Coverage,
     /// Baseline bookkeeping.
@@ -760,6 +763,7 @@ impl RunSummary {
             levels,
             requirements,
             claims: crate::levels::verdicts(results, &[]),
+            kit_checks: crate::levels::kit_checks(results),
             coverage: Coverage {
                 run: counts.total - counts.skip,
                 skipped: counts.skip,

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use super::{Collector, RunReport, Sink, human_duration};
 use crate::event::{Event, ReportError, Reporter};
 use crate::exit;
-use crate::levels::{Claim, ClaimVerdict};
+use crate::levels::{Claim, ClaimVerdict, KitCheckVerdict, KitStatus};
 use crate::outcome::{BaselineMark, ScenarioResult, Status, StepRecord, Verdict};
 use crate::snapshot;
 
@@ -280,6 +280,25 @@ pub fn steps_to_show(r: &ScenarioResult) -> Vec<&StepRecord> {
     shown
 }
 
+/// The spec kit's checks on one line: how many passed, then the ones that failed or were
+/// skipped, by the kit's id. `None` for a run without them.
+pub(crate) fn kit_line(checks: &[KitCheckVerdict]) -> Option<String> {
+    if checks.is_empty() {
+        return None;
+    }
+    let named = |status: KitStatus| -> Vec<&str> {
+        checks.iter().filter(|k| k.status == status).map(|k| k.check.as_str()).collect()
+    };
+    let mut parts = vec![format!("{} of {} pass", named(KitStatus::Pass).len(), checks.len())];
+    for (status, word) in [(KitStatus::Fail, "fail"), (KitStatus::Skip, "skipped")] {
+        let ids = named(status);
+        if !ids.is_empty() {
+            parts.push(format!("{word}: {}", ids.join(", ")));
+        }
+    }
+    Some(parts.join("; "))
+}
+
 /// How many failed scenarios a failing claim names (the JSON report has them all).
 const CLAIM_FAILURES_SHOWN: usize = 5;
 
@@ -343,6 +362,9 @@ fn render_summary(out: &mut String, p: Paint, report: &RunReport) {
         let _ = writeln!(out, "  levels: {}", levels.join(", "));
     }
     render_claims(out, p, &s.claims);
+    if let Some(line) = kit_line(&s.kit_checks) {
+        let _ = writeln!(out, "  spec kit checks: {line}");
+    }
     let _ = writeln!(
         out,
         "  coverage: {} of {} scenarios ran",

@@ -3,7 +3,8 @@
 //!
 //! * `data` is the report (schema `schemas/conform-report.json`): `tool`, `spec_version`,
 //!   `conform_version`, `jobs`, `conformant`, `counts`, `levels`, `requirements`, `claims`
-//!   (the spec's Level 1-3 and §79, see [`crate::levels`]), `coverage`,
+//!   (the spec's Level 1-3 and §79, see [`crate::levels`]), `kit_checks` (the spec kit's
+//!   fourteen checks, each `pass`, `fail` or `skip`, with the scenarios that make it), `coverage`,
 //!   `baseline` and `scenarios`; each scenario has its `id`, `requirement`, `criterion`,
 //!   `level`, `tags`, `status` (with `reason` for a skip and `message` for a harness error),
 //!   `findings`, `notes`, `evidence` (one record per process run, with its repro) and
@@ -61,6 +62,7 @@ pub fn data(report: &RunReport) -> Value {
         "levels": s.levels,
         "requirements": s.requirements,
         "claims": s.claims,
+        "kit_checks": s.kit_checks,
         "coverage": s.coverage,
         "baseline": s.baseline,
         "scenarios": report.results,

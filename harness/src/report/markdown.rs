@@ -104,6 +104,9 @@ pub fn render(report: &RunReport) -> String {
         }
         let _ = writeln!(out);
     }
+    if let Some(line) = super::human::kit_line(&s.kit_checks) {
+        let _ = writeln!(out, "Spec kit checks: {}\n", cell(&line));
+    }
 
     let problems: Vec<_> = report
         .results
