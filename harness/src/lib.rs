@@ -143,8 +143,10 @@
 //! `[kit.argument_order]`'s, which take the same two keys). With `timeout_seconds`, every kit
 //! probe step runs under that limit: one still running then is killed and fails, as the kit
 //! counts a hang. A stream probe's `deadline_seconds` defaults to it (else conform's 30 s).
-//! `[tool] command = ["python3", "cli.py"]` names the tool when `conform run` is given none. Every setup command (of roles and
-//! probes) finds the tool's absolute path in `CONFORM_TOOL`.
+//! `[tool] command = ["python3", "cli.py"]` names the tool when `conform run` is given none.
+//! Every setup command (of roles and probes) finds the tool in `CONFORM_TOOL`: its absolute
+//! path, or, when the command has leading arguments, a script in the sandbox that runs the
+//! whole command with the arguments it is given.
 //!
 //! Every key is checked ([`profile`]): an unknown key or role, an empty argv, a missing
 //! fixture, a blank setup line, a probe that confirms itself (`--yes`, `--force`, `--confirm`,

@@ -163,6 +163,7 @@ impl Engine {
         let registration =
             Registration::new(sandbox.marker(), (!keep).then(|| sandbox.root().to_path_buf()));
         let mut sandbox = Guarded { sandbox, _registration: registration };
+        let tool_env = self.tool_for_setup(&sandbox)?;
         for (k, v) in &self.profile.file.tool.env {
             sandbox.set_env(k, v);
         }
@@ -186,7 +187,7 @@ impl Engine {
                 // Setup sees the role's environment too (e.g. a pacing knob or a database path).
                 let mut inv = sandbox.invocation(Program::Shell(line.clone()));
                 inv.timeout = SETUP_LIMIT;
-                inv.env.insert(TOOL_ENV.into(), self.tool.clone().into());
+                inv.env.insert(TOOL_ENV.into(), tool_env.clone().into());
                 for (k, v) in &setup_env {
                     inv.env.insert(k.into(), v.into());
                 }
@@ -201,8 +202,28 @@ impl Engine {
                 }
             }
         }
-        self.prepare_kit(&sandbox, probes, argument_order)?;
+        self.prepare_kit(&sandbox, probes, argument_order, &tool_env)?;
         Ok(sandbox)
+    }
+
+    /// What setup lines find in `CONFORM_TOOL`: the tool itself, or, when the profile's command
+    /// has leading arguments (`["python3", "cli.py"]`), a small script in the sandbox (outside
+    /// the working directory) that runs the whole command, so `"$CONFORM_TOOL" migrate` works
+    /// either way.
+    fn tool_for_setup(&self, sandbox: &Guarded) -> Result<PathBuf, String> {
+        if self.leading_args.is_empty() {
+            return Ok(self.tool.clone());
+        }
+        let words: Vec<String> =
+            self.tool_argv(&self.tool).iter().map(|w| crate::outcome::shell_quote(w)).collect();
+        let script = sandbox.root().join("conform-tool");
+        let body = format!("#!/bin/sh\nexec {} \"$@\"\n", words.join(" "));
+        let written = std::fs::write(&script, body).and_then(|()| {
+            use std::os::unix::fs::PermissionsExt as _;
+            std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755))
+        });
+        written.map_err(|e| format!("writing {}: {e}", script.display()))?;
+        Ok(script)
     }
 
     /// The kit's fixtures and setup, then each destructive probe's when destructive probes run,
@@ -212,6 +233,7 @@ impl Engine {
         sandbox: &Guarded,
         probes: &[ProbeKind],
         argument_order: bool,
+        tool_env: &Path,
     ) -> Result<(), String> {
         if probes.is_empty() && !argument_order {
             return Ok(());
@@ -247,7 +269,7 @@ impl Engine {
             for line in setup.iter() {
                 let mut inv = sandbox.invocation(Program::Shell(line.clone()));
                 inv.timeout = SETUP_LIMIT;
-                inv.env.insert(TOOL_ENV.into(), self.tool.clone().into());
+                inv.env.insert(TOOL_ENV.into(), tool_env.into());
                 crate::interrupt::gate()?;
                 let outcome = exec::run(&inv).map_err(|e| format!("{owner} setup: {e}"))?;
                 if outcome.termination != Termination::Exited(0) {

@@ -441,7 +441,7 @@ fn without_a_tool_the_profile_command_runs_with_its_leading_arguments() {
     let profile = dir.path().join("conform.toml");
     std::fs::write(
         &profile,
-        "[tool]\ncommand = [\"./bin/tool\", \"--lead\"]\n\n[kit]\nmanifest = [\"describe\", \"all\"]\nread = [[\"version\"]]\n",
+        "[tool]\ncommand = [\"./bin/tool\", \"--lead\"]\n\n[kit]\nmanifest = [\"describe\", \"all\"]\nread = [[\"version\"]]\nsetup = ['\"$CONFORM_TOOL\" prepare it']\n",
     )
     .unwrap();
     let elsewhere = tempfile::tempdir().unwrap();
@@ -458,6 +458,8 @@ fn without_a_tool_the_profile_command_runs_with_its_leading_arguments() {
     let lines: Vec<&str> = log.lines().collect();
     assert_eq!(lines.first(), Some(&"--lead describe all"), "discovery: {log}");
     assert!(lines.contains(&"--lead version"), "the probe: {log}");
+    // Setup's `$CONFORM_TOOL` runs the whole command, leading arguments included.
+    assert!(lines.contains(&"--lead prepare it"), "the setup: {log}");
     assert!(lines.iter().all(|l| l.starts_with("--lead ")), "{log}");
 }
 
