@@ -74,6 +74,13 @@
 //! summary's claim table, and as `claim.level-1` ... `claim.interruption` properties of every
 //! JUnit suite. They never change conform's exit code.
 //!
+//! The spec's own conformance kit verifies the levels with fourteen checks. Each has conform
+//! scenarios that make it, the same judgement or a stricter one ([`levels::KIT_CHECKS`]; the
+//! README has the table, with the fixtures that fail each), and every report answers them one
+//! by one in the kit's words, `pass`, `fail` or `skip`: the `spec kit checks:` line of the
+//! human and Markdown summaries and `data.kit_checks` of the JSON report. A kit profile in the
+//! kit's own JSON format is read as it is (`--profile kit-profile.json`, see [`profile`]).
+//!
 //! ## The profile: `conform.toml`
 //!
 //! `conform init TOOL` drafts one from the manifest ([`init`]): every role commented out under
