@@ -127,11 +127,10 @@ fn an_interrupted_run_leaves_nothing_behind() {
     std::fs::create_dir(&tmp).unwrap();
     let tool = dir.path().join("hang");
     let pids = dir.path().join("pids");
-    std::fs::write(&tool, format!("#!/bin/sh\necho $$ >> '{}'\nexec sleep 600\n", pids.display()))
-        .unwrap();
-    let mut perms = std::fs::metadata(&tool).unwrap().permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
-    std::fs::set_permissions(&tool, perms).unwrap();
+    crate::support::write_executable(
+        &tool,
+        format!("#!/bin/sh\necho $$ >> '{}'\nexec sleep 600\n", pids.display()),
+    );
     let mut child = conform()
         .current_dir(dir.path())
         .env("TMPDIR", &tmp)

@@ -190,10 +190,10 @@ fn junit_and_markdown_reports_are_written() {
 fn a_tool_printing_prose_fails_with_the_evidence() {
     let dir = tempfile::tempdir().unwrap();
     let tool = dir.path().join("prose");
-    std::fs::write(&tool, "#!/bin/sh\necho 'Hello! I am a friendly tool.'\nexit 0\n").unwrap();
-    let mut perms = std::fs::metadata(&tool).unwrap().permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
-    std::fs::set_permissions(&tool, perms).unwrap();
+    crate::support::write_executable(
+        &tool,
+        "#!/bin/sh\necho 'Hello! I am a friendly tool.'\nexit 0\n",
+    );
     let out = conform()
         .current_dir(dir.path())
         .arg("run")
@@ -247,11 +247,10 @@ fn a_hanging_tool_is_bounded_and_reported() {
     let dir = tempfile::tempdir().unwrap();
     let tool = dir.path().join("hang");
     let pids = dir.path().join("pids");
-    std::fs::write(&tool, format!("#!/bin/sh\necho $$ >> '{}'\nexec sleep 600\n", pids.display()))
-        .unwrap();
-    let mut perms = std::fs::metadata(&tool).unwrap().permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
-    std::fs::set_permissions(&tool, perms).unwrap();
+    crate::support::write_executable(
+        &tool,
+        format!("#!/bin/sh\necho $$ >> '{}'\nexec sleep 600\n", pids.display()),
+    );
     let started = std::time::Instant::now();
     let out = conform()
         .current_dir(dir.path())

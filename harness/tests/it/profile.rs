@@ -119,10 +119,10 @@ fn a_bad_profile_is_refused_with_its_place(
 fn marking_tool(dir: &Path) -> std::path::PathBuf {
     let tool = dir.join("tool");
     let mark = dir.join("ran");
-    std::fs::write(&tool, format!("#!/bin/sh\ntouch '{}'\nexit 0\n", mark.display())).unwrap();
-    let mut perms = std::fs::metadata(&tool).unwrap().permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
-    std::fs::set_permissions(&tool, perms).unwrap();
+    crate::support::write_executable(
+        &tool,
+        format!("#!/bin/sh\ntouch '{}'\nexit 0\n", mark.display()),
+    );
     tool
 }
 
@@ -420,17 +420,13 @@ fn logging_tool(dir: &Path, rel: &str) -> std::path::PathBuf {
     let tool = dir.join(rel);
     std::fs::create_dir_all(tool.parent().unwrap()).unwrap();
     let log = dir.join("calls.log");
-    std::fs::write(
+    crate::support::write_executable(
         &tool,
         format!(
             "#!/bin/sh\necho \"$*\" >> '{}'\nprintf '{{\"ok\":true,\"data\":{{}},\"error\":null,\"warnings\":[],\"meta\":{{}}}}\\n'\n",
             log.display()
         ),
-    )
-    .unwrap();
-    let mut perms = std::fs::metadata(&tool).unwrap().permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
-    std::fs::set_permissions(&tool, perms).unwrap();
+    );
     tool
 }
 
@@ -488,10 +484,7 @@ fn without_a_tool_or_a_command_run_is_a_usage_error() {
 fn a_kit_probe_beyond_the_kit_timeout_is_killed_and_fails() {
     let dir = tempfile::tempdir().unwrap();
     let tool = dir.path().join("slow");
-    std::fs::write(&tool, "#!/bin/sh\nsleep 20\n").unwrap();
-    let mut perms = std::fs::metadata(&tool).unwrap().permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
-    std::fs::set_permissions(&tool, perms).unwrap();
+    crate::support::write_executable(&tool, "#!/bin/sh\nsleep 20\n");
     let profile = dir.path().join("conform.toml");
     std::fs::write(&profile, "[kit]\ntimeout_seconds = 1\nread = [[\"version\"]]\n").unwrap();
     let started = std::time::Instant::now();

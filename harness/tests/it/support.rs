@@ -87,3 +87,11 @@ pub fn alive(pid: &str) -> bool {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
 }
+
+/// Writes a script (or any file) and makes it executable: the small tools the tests run.
+pub fn write_executable(path: &Path, body: impl AsRef<[u8]>) {
+    std::fs::write(path, body).unwrap();
+    let mut perms = std::fs::metadata(path).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(path, perms).unwrap();
+}
