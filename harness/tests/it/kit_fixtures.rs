@@ -413,18 +413,21 @@ fn the_kit_json_profile_runs_its_own_command_through_every_kit_scenario() {
     }
 }
 
-/// The same JSON profile with `./stream-stalls` as its command: the plain stream probe has no
-/// `deadline_seconds`, so the profile's `timeout_seconds` (5) is its deadline, and the stall
-/// fails the stream contract once that passes, well before conform's own step limit.
-#[test]
-fn the_kit_json_profile_bounds_a_stalled_stream_by_its_timeout() {
-    let (dir, profile) = kit_json_profile("stream-stalls");
+/// The same JSON profile with a fixture that never ends as its command: its `timeout_seconds`
+/// (5) bounds every kit probe, the plain stream probe (which has no `deadline_seconds`) and a
+/// read probe alike, so the hang fails its scenario once that passes, well before conform's
+/// own step limit (30 s), and nothing is left running.
+#[rstest]
+#[case::stalled_stream("stream-stalls", STREAM_CONTRACT)]
+#[case::prompt_on_closed_stdin("prompt-on-closed-stdin", "read-probes-end-with-stdin-closed")]
+fn the_kit_json_profile_bounds_a_hang_by_its_timeout(#[case] fixture: &str, #[case] fails: &str) {
+    let (dir, profile) = kit_json_profile(fixture);
     let started = Instant::now();
     let out = conform()
         .arg("run")
         .arg("--profile")
         .arg(&profile)
-        .args(["--only", STREAM_CONTRACT, "--format", "json"])
+        .args(["--only", fails, "--format", "json"])
         .env("TMPDIR", dir.path())
         .current_dir(dir.path())
         .output()
@@ -432,8 +435,8 @@ fn the_kit_json_profile_bounds_a_stalled_stream_by_its_timeout() {
     let took = started.elapsed();
     let report = stdout_json(&out);
     assert_eq!(code(&out), 80, "{report:#}");
-    assert_eq!(status_of(&report, STREAM_CONTRACT), "fail", "{report:#}");
-    assert!(took >= Duration::from_secs(5), "the stall cannot fail before the timeout: {took:?}");
+    assert_eq!(status_of(&report, fails), "fail", "{report:#}");
+    assert!(took >= Duration::from_secs(5), "the hang cannot fail before the timeout: {took:?}");
     assert!(took < Duration::from_secs(20), "not bounded by timeout_seconds 5: {took:?}");
     let left = processes_with_home_under(dir.path());
     assert!(left.is_empty(), "still running after conform ended: {left:?}");
