@@ -400,6 +400,12 @@ fn the_kit_json_profile_runs_its_own_command_through_every_kit_scenario() {
     }
     let ran = report["data"]["scenarios"].as_array().unwrap();
     assert_eq!(ran.len(), KIT_SCENARIOS.len(), "a kit scenario is missing from this list");
+    // The kit's fourteen checks, reported one by one, all pass: none is left incomplete.
+    let checks = report["data"]["kit_checks"].as_array().unwrap();
+    assert_eq!(checks.len(), 14, "{checks:#?}");
+    for check in checks {
+        assert_eq!(check["status"], "pass", "{check}");
+    }
     let argv = ran
         .iter()
         .flat_map(|s| s["evidence"].as_array().into_iter().flatten())
