@@ -127,6 +127,11 @@ fn the_fixture_without_a_fault_passes_every_kit_scenario() {
     "probe-exits-are-standard-codes",
     Some("read-probes-answer-one-envelope")
 )]
+#[case::manifest_without_schema_version(
+    "manifest-without-schema-version",
+    "manifest-valid",
+    Some("read-probes-answer-one-envelope")
+)]
 #[case::last_wins(
     "last-wins",
     "conflicting-repeats-are-arg-errors",
