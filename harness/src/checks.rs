@@ -164,7 +164,7 @@ pub fn check_one(expect: &Expect, obs: &Observation, resolve: &dyn Resolve) -> V
             Finding::new(
                 "timeout",
                 format!(
-                    "the step outlived conform's limit and its process group was killed after {} ms",
+                    "the step outlived its limit (the scenario's, or the profile's kit timeout_seconds) and its process group was killed after {} ms",
                     millis(obs.outcome.elapsed)
                 ),
             )
@@ -624,9 +624,15 @@ fn pointer_check(
             && matches!((value, &want), (Some(Value::Number(n)), Value::String(t)) if n.to_string() == *t);
         if value != Some(&want) && !numeric_match {
             findings.push(
-                Finding::new("json-pointer", format!("`{p}` has the wrong value"))
-                    .expected(compact(&want))
-                    .actual(value.map_or_else(|| "absent".to_owned(), compact)),
+                Finding::new(
+                    "json-pointer",
+                    match value {
+                        Some(_) => format!("`{p}` has the wrong value"),
+                        None => format!("`{p}` is absent"),
+                    },
+                )
+                .expected(compact(&want))
+                .actual(value.map_or_else(|| "absent".to_owned(), compact)),
             );
         }
     }

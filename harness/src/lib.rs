@@ -228,8 +228,9 @@
 //! `cancel` run with the `from` step's environment plus their own `env` / `env_remove`.
 //!
 //! A stream step reads stdout line by line; with a signal, SIGINT goes to the tool's process
-//! (not its group) as soon as `after_lines` lines were read, and a stream that ends before is a
-//! `stream-signal` finding ("never sent"); a stream still running at its deadline has its
+//! (not its group) as soon as `after_lines` lines were read, and in a `stream-signal` step a
+//! stream that ends before is a `stream-signal` finding ("never sent": the `stream` step judges
+//! the same stream on its lines alone, as the kit does); a stream still running at its deadline has its
 //! process group killed and is a `stream-deadline` finding. Its response (what `json`,
 //! `schema`, `same_*` look at) is the stream's terminal line.
 //!

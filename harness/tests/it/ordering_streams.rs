@@ -285,6 +285,16 @@ fn a_stream_ending_before_its_signal_line_says_sigint_was_never_sent() {
     );
 }
 
+/// The same short stream under the contract scenario: its lines keep the contract, so it passes
+/// there (as the kit's stream_contract would); only the SIGINT scenario fails it.
+#[test]
+fn a_stream_too_short_for_its_signal_still_keeps_the_contract() {
+    let text = STREAM_PROFILE.replace("after_lines = 3", "after_lines = 500");
+    let (_dir, p) = profile(&text, "STREAMTOOL_ITEMS = \"5\"");
+    let result = run("REQ-O-004/y.toml", STREAM_SCENARIO, p);
+    assert_eq!(result.status, Status::Pass, "{:#?}", findings(&result));
+}
+
 #[test]
 fn a_profile_without_signalled_streams_skips_the_signal_scenario() {
     let scenario = parse_scenario("REQ-O-004/z.toml", SIGINT_SCENARIO).unwrap();
