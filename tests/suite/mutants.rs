@@ -329,21 +329,32 @@ fn write_profile(row: &Row, dir: &Path) -> PathBuf {
             tool.as_table_mut().unwrap().entry("env").or_insert_with(|| toml::Table::new().into());
         env.as_table_mut().unwrap().insert(row.tool.fault_env().into(), fault.into());
     }
-    if let Some(roles) = profile.get_mut("roles").and_then(toml::Value::as_table_mut) {
-        for (_, role) in roles.iter_mut() {
-            let Some(fixtures) = role.get_mut("fixtures").and_then(toml::Value::as_array_mut)
-            else {
-                continue;
-            };
-            for fixture in fixtures.iter_mut() {
-                let absolute = base.join(fixture.as_str().unwrap());
-                *fixture = absolute.to_str().unwrap().into();
-            }
-        }
-    }
+    absolute_fixtures(&mut profile, &base);
     let path = dir.join("conform.toml");
     std::fs::write(&path, toml::to_string(&profile).unwrap()).unwrap();
     path
+}
+
+/// Makes every `fixtures` list of the profile (roles', kit probes', the argument order's) name
+/// absolute paths, wherever it sits.
+fn absolute_fixtures(table: &mut toml::Table, base: &Path) {
+    for (key, value) in table.iter_mut() {
+        match value {
+            toml::Value::Array(items) if key == "fixtures" => {
+                for fixture in items.iter_mut() {
+                    let absolute = base.join(fixture.as_str().unwrap());
+                    *fixture = absolute.to_str().unwrap().into();
+                }
+            }
+            toml::Value::Table(inner) => absolute_fixtures(inner, base),
+            toml::Value::Array(items) => {
+                for inner in items.iter_mut().filter_map(toml::Value::as_table_mut) {
+                    absolute_fixtures(inner, base);
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 /// Runs conform on one row and parses its JSON report.
