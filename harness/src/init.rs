@@ -4,6 +4,10 @@
 //! written commented out, under the commands whose declaration fits it, with `<ARGS>` where the
 //! vendor fills in arguments. The draft is a valid profile as it stands (`conform run` then
 //! runs the static and quick checks), and each role a vendor uncomments unlocks its scenarios.
+//! The kit's probes are drafted the same way: read and invalid probes as they are, and
+//! commented, a destructive probe for a destructive command, two stream probes (one
+//! interrupted) for a command that declares streaming, and an argument order for a safe,
+//! plain command with a value-taking flag, moved around a global option that offers `json`.
 
 use std::fmt::Write as _;
 
@@ -113,5 +117,105 @@ pub fn skeleton(tool: &str, manifest: &Value) -> String {
             "#   a probe may add setup = [\"...\"] (sh -c in the sandbox, the tool in $CONFORM_TOOL) and fixtures = [...] to make what it would destroy"
         );
     }
+    draft_streams(&mut out, manifest);
+    draft_argument_order(&mut out, manifest, &commands);
     out
+}
+
+/// The manifest's command entries, by dot-separated path.
+fn entries(manifest: &Value) -> Vec<(&String, &Value)> {
+    unwrap_manifest(manifest)
+        .get("commands")
+        .and_then(Value::as_object)
+        .map(|c| c.iter().collect())
+        .unwrap_or_default()
+}
+
+/// Commented stream probes for the commands that declare streaming (the kit's stream_contract
+/// and stream_sigint checks, Level 3).
+fn draft_streams(out: &mut String, manifest: &Value) {
+    let streaming: Vec<&String> = entries(manifest)
+        .into_iter()
+        .filter(|(_, e)| {
+            ["supports_streaming", "streaming_default"]
+                .iter()
+                .any(|k| e.get(*k).and_then(Value::as_bool) == Some(true))
+        })
+        .map(|(p, _)| p)
+        .collect();
+    let Some(first) = streaming.first() else { return };
+    let list: Vec<&str> = streaming.iter().map(|p| p.as_str()).collect();
+    let _ = writeln!(
+        out,
+        "\n# Streams (REQ-O-004): commands that declare streaming: {}",
+        list.join(", ")
+    );
+    let argv = format!("[{}, \"<ARGS>\", \"--stream\"]", words(first));
+    let _ = writeln!(out, "# [[kit.stream]]\n# argv = {argv}");
+    let _ = writeln!(
+        out,
+        "# [[kit.stream]]   # the same stream, interrupted: SIGINT after 3 lines\n# argv = {argv}\n# signal = \"INT\"\n# after_lines = 3"
+    );
+}
+
+/// A commented `[kit.argument_order]`: a safe command with a local flag, moved around a global
+/// option whose values include `json` (the kit's argument_order check, Level 3).
+fn draft_argument_order(out: &mut String, manifest: &Value, commands: &Commands) {
+    let Some((flag, values)) = unwrap_manifest(manifest)
+        .get("flags")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .find_map(|(name, f)| {
+            let values: Vec<&str> =
+                f.get("enum_values")?.as_array()?.iter().filter_map(Value::as_str).collect();
+            (values.contains(&"json") && values.len() > 1).then_some((name, values))
+        })
+    else {
+        return;
+    };
+    // A value-taking local flag, an integer one (a limit) first: the placements pass it a value.
+    let local_flag = |entry: &Value| -> Option<String> {
+        let flags = entry.get("flags").and_then(Value::as_object)?;
+        let takes_value = |f: &Value| f.get("type").and_then(Value::as_str) != Some("boolean");
+        let kind = |f: &Value, k: &str| f.get("type").and_then(Value::as_str) == Some(k);
+        flags
+            .iter()
+            .find(|(_, f)| kind(f, "integer"))
+            .or_else(|| flags.iter().find(|(_, f)| takes_value(f)))
+            .map(|(name, _)| name.clone())
+    };
+    // A safe command outside the job runtime (no interruption, not async), with such a flag.
+    let Some((path, entry, local)) = entries(manifest).into_iter().find_map(|(path, entry)| {
+        let info = commands.by_path.get(path)?;
+        let plain = info.danger_level == "safe" && !info.interruptible() && !info.is_async;
+        (plain && !builtin(path)).then(|| local_flag(entry)).flatten().map(|l| (path, entry, l))
+    }) else {
+        return;
+    };
+    let alternate = values.iter().find(|v| **v != "json").copied().unwrap_or("<OTHER>");
+    let _ = writeln!(
+        out,
+        "\n# Argument order (REQ-F-067, REQ-F-079): a safe command and a local option, moved around --{flag}"
+    );
+    let _ = writeln!(out, "# [kit.argument_order]\n# command_path = [{}]", words(path));
+    let _ = writeln!(out, "# local_args = [\"--{local}\", \"<VALUE>\"]");
+    let _ = writeln!(
+        out,
+        "# global_flag = \"--{flag}\"\n# value = \"json\"\n# alternate_value = \"{alternate}\""
+    );
+    if let Some(name) = entry
+        .get("positionals")
+        .and_then(Value::as_array)
+        .and_then(|p| p.first())
+        .and_then(|p| p.get("name"))
+        .and_then(Value::as_str)
+    {
+        let _ = writeln!(out, "# positional = \"<{}>\"   # a value of it", name.to_uppercase());
+    }
+}
+
+/// A command path as TOML string words: `job.wait` -> `"job", "wait"`.
+fn words(path: &str) -> String {
+    path.split('.').map(|w| format!("{w:?}")).collect::<Vec<_>>().join(", ")
 }

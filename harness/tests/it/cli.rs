@@ -188,3 +188,47 @@ fn init_drafts_a_valid_profile_from_the_manifest() {
     let out = conform().arg("init").arg(faketool()).arg("--output").arg(&path).output().unwrap();
     assert_eq!(code(&out), 2);
 }
+
+/// A manifest with a streaming list and a global `--format json|plain`: `conform init` drafts
+/// the stream probes and the argument order, and uncommenting them gives a valid profile.
+#[test]
+fn init_drafts_stream_probes_and_the_argument_order() {
+    let manifest = serde_json::json!({
+        "schema_version": "3.20",
+        "flags": { "format": { "type": "enum", "enum_values": ["json", "plain"] } },
+        "commands": {
+            "list": {
+                "danger_level": "safe",
+                "supports_streaming": true,
+                "flags": {
+                    "stream": { "type": "boolean" },
+                    "limit": { "type": "integer" }
+                },
+                "positionals": [{ "name": "prefix", "type": "string" }]
+            },
+            "sync": { "danger_level": "safe", "interruption": { "detach": true, "resume": true },
+                      "flags": { "budget": { "type": "string" } } }
+        }
+    });
+    let text = conform::init::skeleton("mytool", &manifest);
+    assert!(text.contains("# argv = [\"list\", \"<ARGS>\", \"--stream\"]"), "{text}");
+    assert!(text.contains("# command_path = [\"list\"]"), "{text}");
+    assert!(text.contains("# local_args = [\"--limit\", \"<VALUE>\"]"), "{text}");
+    assert!(text.contains("# global_flag = \"--format\""), "{text}");
+    assert!(text.contains("# alternate_value = \"plain\""), "{text}");
+    assert!(text.contains("# positional = \"<PREFIX>\""), "{text}");
+    // Uncommented, the drafted blocks are a valid profile.
+    let start = text.find("# [[kit.stream]]").expect("a stream block");
+    let uncommented: String = text[start..]
+        .lines()
+        .map(|l| l.strip_prefix("# ").filter(|l| !l.starts_with(['S', 'A'])).unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("conform.toml");
+    std::fs::write(&path, format!("{}\n{uncommented}\n", &text[..start])).unwrap();
+    let profile = conform::profile::Profile::load(&path).unwrap();
+    assert_eq!(profile.file.kit.stream.len(), 2);
+    assert_eq!(profile.file.kit.stream[1].after_lines, Some(3));
+    assert!(profile.file.kit.argument_order.is_some());
+}
