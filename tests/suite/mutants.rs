@@ -202,7 +202,8 @@ fn reftool_targets(mutant: Mutant) -> &'static [&'static str] {
         Mutant::StreamWithoutSummary | Mutant::StreamSeqSkips => {
             &["stream-lines-keep-the-contract"]
         }
-        Mutant::SigintExits1 | Mutant::SigintNotPartial => &["sigint-ends-the-stream-cancelled"],
+        Mutant::SigintExits1 => &["sigint-ends-the-stream-cancelled", "sigint-cancels-with-130"],
+        Mutant::SigintNotPartial => &["sigint-ends-the-stream-cancelled"],
     }
 }
 
