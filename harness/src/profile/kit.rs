@@ -44,27 +44,7 @@ pub struct KitProfile {
     pub probes: Vec<KitProbe>,
     /// The command and global option the argument-order checks move around.
     #[serde(default)]
-    pub argument_order: Option<KitArgumentOrder>,
-}
-
-/// The kit's `argument_order` object (the fields of `[kit.argument_order]` but setup and
-/// fixtures).
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct KitArgumentOrder {
-    /// The command's path words.
-    pub command_path: Vec<String>,
-    /// A command-local option and its value.
-    pub local_args: Vec<String>,
-    /// A global long option.
-    pub global_flag: String,
-    /// A value whose stdout is one envelope.
-    pub value: String,
-    /// Another accepted value with different stdout.
-    pub alternate_value: String,
-    /// A positional, for the option-after-positional check.
-    #[serde(default)]
-    pub positional: Option<String>,
+    pub argument_order: Option<ArgumentOrder>,
 }
 
 /// What a correct tool does with a probe.
@@ -186,15 +166,17 @@ impl KitProfile {
         }
         kit.timeout_seconds = Some(self.timeout_seconds);
         kit.manifest.clone_from(&self.manifest);
-        kit.argument_order = self.argument_order.as_ref().map(|o| ArgumentOrder {
-            command_path: o.command_path.clone(),
-            local_args: o.local_args.clone(),
-            global_flag: o.global_flag.clone(),
-            value: o.value.clone(),
-            alternate_value: o.alternate_value.clone(),
-            positional: o.positional.clone(),
-            ..ArgumentOrder::default()
-        });
+        if let Some(order) = &self.argument_order
+            && !(order.setup.is_empty() && order.fixtures.is_empty())
+        {
+            return Err((
+                Some("argument_order".into()),
+                "the kit's format has no `setup` or `fixtures` in `argument_order`; a conform.toml \
+                 `[kit.argument_order]` takes them"
+                    .into(),
+            ));
+        }
+        kit.argument_order.clone_from(&self.argument_order);
         Ok(kit)
     }
 }

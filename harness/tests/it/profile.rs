@@ -569,7 +569,7 @@ fn a_kit_profile_maps_command_timeout_manifest_streams_and_argument_order() {
 #[case::order_setup(
     r#""probes": ["#,
     r#""argument_order": { "command_path": ["x"], "local_args": ["-n", "1"], "global_flag": "--output", "value": "json", "alternate_value": "text", "setup": ["true"] }, "probes": ["#,
-    "kit profile"
+    "no `setup` or `fixtures`"
 )]
 fn a_broken_k3_kit_profile_is_refused(#[case] from: &str, #[case] to: &str, #[case] says: &str) {
     assert!(KIT_PROFILE.contains(from), "{from}");
