@@ -14,15 +14,7 @@ fn streamtool() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tools/streamtool")
 }
 
-const ORDER_PROFILE: &str = r#"
-[kit.argument_order]
-command_path = ["files"]
-local_args = ["--limit", "3"]
-global_flag = "--output"
-value = "json"
-alternate_value = "text"
-positional = "site"
-"#;
+const ORDER_PROFILE: &str = crate::support::ARGUMENT_ORDER_TOML;
 
 const ORDER_SCENARIO: &str = r#"
 id = "x"

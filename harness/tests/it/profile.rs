@@ -332,8 +332,8 @@ fn reftools_profile_loads_and_validates_against_the_schema() {
     assert!(errors(&validator("profile.json"), &toml_json(&text)).is_empty());
 }
 
-/// A profile with every key of the kit's last three checks.
-const K3: &str = r#"
+/// The head of [`k3`].
+const K3_HEAD: &str = r#"
 [tool]
 command = ["./bin/tool", "--lead"]
 
@@ -349,18 +349,16 @@ after_lines = 3
 setup = ["true"]
 fixtures = ["data.csv"]
 
-[kit.argument_order]
-command_path = ["files"]
-local_args = ["--limit", "3"]
-global_flag = "--output"
-value = "json"
-alternate_value = "text"
-positional = "site"
 "#;
+
+/// A profile with every key of the kit's last three checks.
+fn k3() -> String {
+    format!("{K3_HEAD}{}", crate::support::ARGUMENT_ORDER_TOML)
+}
 
 #[test]
 fn the_k3_keys_load_and_validate() {
-    let (_dir, path) = in_dir(K3);
+    let (_dir, path) = in_dir(&k3());
     let profile = Profile::load(&path).unwrap();
     assert_eq!(profile.file.tool.command.as_deref().unwrap(), ["./bin/tool", "--lead"]);
     let kit = &profile.file.kit;
@@ -368,7 +366,7 @@ fn the_k3_keys_load_and_validate() {
     assert_eq!(kit.manifest.as_deref().unwrap(), ["describe"]);
     assert_eq!(kit.stream[0].after_lines, Some(3));
     assert_eq!(kit.argument_order.as_ref().unwrap().alternate_value, "text");
-    assert!(errors(&validator("profile.json"), &toml_json(K3)).is_empty());
+    assert!(errors(&validator("profile.json"), &toml_json(&k3())).is_empty());
 }
 
 #[rstest]
@@ -403,8 +401,8 @@ fn a_bad_k3_key_is_refused_with_its_place(
     #[case] line: Option<usize>,
     #[case] schema_too: bool,
 ) {
-    assert!(K3.contains(from), "{from}");
-    let text = K3.replacen(from, to, 1);
+    assert!(k3().contains(from), "{from}");
+    let text = k3().replacen(from, to, 1);
     let (_dir, path) = in_dir(&text);
     let err = Profile::load(&path).unwrap_err();
     assert_eq!(err.location.map(|(l, _)| l), line, "{err}");

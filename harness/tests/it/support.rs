@@ -95,3 +95,14 @@ pub fn write_executable(path: &Path, body: impl AsRef<[u8]>) {
     std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
     std::fs::set_permissions(path, perms).unwrap();
 }
+
+/// A profile's `[kit.argument_order]`: `files --limit 3` moved around `--output json|text`, with
+/// `site` as the positional (the shape of reftool's own).
+pub const ARGUMENT_ORDER_TOML: &str = r#"[kit.argument_order]
+command_path = ["files"]
+local_args = ["--limit", "3"]
+global_flag = "--output"
+value = "json"
+alternate_value = "text"
+positional = "site"
+"#;
