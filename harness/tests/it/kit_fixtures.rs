@@ -117,6 +117,12 @@ fn the_fixture_without_a_fault_passes_every_kit_scenario() {
     "destructive-refuses-unconfirmed",
     Some("dry-run-previews")
 )]
+#[case::dry_run_acts("dry-run-acts", "dry-run-changes-nothing", Some("dry-run-previews"))]
+#[case::refuses_with_4(
+    "refuses-with-4",
+    "destructive-refuses-unconfirmed",
+    Some("dry-run-previews")
+)]
 #[case::two_documents(
     "two-documents",
     "read-probes-answer-one-envelope",
@@ -213,13 +219,6 @@ fn the_dry_run_of_dry_run_acts_really_deletes() {
 }
 
 #[test]
-fn a_dry_run_that_acts_fails_a_kit_scenario() {
-    let (exit, report) = run_kit("dry-run-acts", &["--only", "safety"]);
-    assert_eq!(exit, 80, "{report:#}");
-    assert_eq!(status_of(&report, "dry-run-changes-nothing"), "fail", "{report:#}");
-}
-
-#[test]
 fn help_on_stdout_is_a_real_fault_and_fails_its_scenario_once_there_is_one() {
     let home = tempfile::tempdir().unwrap();
     let bad = fixture("help-on-stdout", home.path(), &["--help"]);
@@ -256,13 +255,6 @@ fn refuses_with_4_refuses_without_acting_but_not_with_arg_error() {
     assert_eq!(stdout_json(&refused)["error"]["code"], "CONFIRMATION_REQUIRED");
     let preview = stdout_json(&fixture("refuses-with-4", home.path(), &["purge", "--dry-run"]));
     assert_eq!(preview["data"]["would_delete"].as_array().unwrap().len(), 3, "nothing deleted");
-}
-
-#[test]
-fn a_refusal_with_another_exit_than_2_fails_the_kit_scenario() {
-    let (exit, report) = run_kit("refuses-with-4", &["--only", "destructive-refuses-unconfirmed"]);
-    assert_eq!(exit, 80, "{report:#}");
-    assert_eq!(status_of(&report, "destructive-refuses-unconfirmed"), "fail", "{report:#}");
 }
 
 /// `good stream` with a real SIGINT after its third line: the stream a faultless tool gives,
@@ -336,21 +328,9 @@ fn a_stream_that_never_ends_is_killed_at_its_deadline_and_leaves_nothing(
     #[case] fails: &str,
 ) {
     let tmp = tempfile::tempdir().unwrap();
-    let started = Instant::now();
-    let out = conform()
-        .arg("run")
-        .arg(kit_dir().join(name))
-        .arg("--profile")
-        .arg(kit_dir().join("conform.toml"))
-        .args(["--format", "json", "--only", fails])
-        .env("TMPDIR", tmp.path())
-        .current_dir(tmp.path())
-        .output()
-        .unwrap();
-    let took = started.elapsed();
-    let report = stdout_json(&out);
-    assert_eq!(code(&out), 80, "{report:#}");
-    assert_eq!(status_of(&report, fails), "fail", "{report:#}");
+    let mut run = conform();
+    run.arg("run").arg(kit_dir().join(name)).arg("--profile").arg(kit_dir().join("conform.toml"));
+    let (report, took) = a_hang_fails(run, fails, tmp.path());
     // Killed at the 10 s deadline, not left to conform's 30 s step limit.
     assert!(took < Duration::from_secs(28), "{name} took {took:?}: {report:#}");
     let leaks: Vec<&serde_json::Value> = report["data"]["scenarios"]
@@ -361,8 +341,26 @@ fn a_stream_that_never_ends_is_killed_at_its_deadline_and_leaves_nothing(
         .filter(|f| f["check"] == "leaked-process")
         .collect();
     assert!(leaks.is_empty(), "conform had to sweep up a leak: {leaks:?}");
-    let left = processes_with_home_under(tmp.path());
+}
+
+/// Runs `conform` (already given `run`, the tool and the profile) on the one scenario `fails`
+/// with its sandboxes under `dir`: the scenario must fail, and no process with its home under
+/// `dir` may outlive the run. The report and how long the run took.
+fn a_hang_fails(mut conform: Command, fails: &str, dir: &Path) -> (serde_json::Value, Duration) {
+    let started = Instant::now();
+    let out = conform
+        .args(["--only", fails, "--format", "json"])
+        .env("TMPDIR", dir)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    let report = stdout_json(&out);
+    assert_eq!(code(&out), 80, "{report:#}");
+    assert_eq!(status_of(&report, fails), "fail", "{report:#}");
+    let left = processes_with_home_under(dir);
     assert!(left.is_empty(), "still running after conform ended: {left:?}");
+    (report, took)
 }
 
 /// The spec kit's JSON profile beside the fixtures, its command pointed at `fixture` (a
@@ -433,24 +431,11 @@ fn the_kit_json_profile_runs_its_own_command_through_every_kit_scenario() {
 #[case::prompt_on_closed_stdin("prompt-on-closed-stdin", "read-probes-end-with-stdin-closed")]
 fn the_kit_json_profile_bounds_a_hang_by_its_timeout(#[case] fixture: &str, #[case] fails: &str) {
     let (dir, profile) = kit_json_profile(fixture);
-    let started = Instant::now();
-    let out = conform()
-        .arg("run")
-        .arg("--profile")
-        .arg(&profile)
-        .args(["--only", fails, "--format", "json"])
-        .env("TMPDIR", dir.path())
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
-    let took = started.elapsed();
-    let report = stdout_json(&out);
-    assert_eq!(code(&out), 80, "{report:#}");
-    assert_eq!(status_of(&report, fails), "fail", "{report:#}");
+    let mut run = conform();
+    run.arg("run").arg("--profile").arg(&profile);
+    let (_, took) = a_hang_fails(run, fails, dir.path());
     assert!(took >= Duration::from_secs(5), "the hang cannot fail before the timeout: {took:?}");
     assert!(took < Duration::from_secs(20), "not bounded by timeout_seconds 5: {took:?}");
-    let left = processes_with_home_under(dir.path());
-    assert!(left.is_empty(), "still running after conform ended: {left:?}");
 }
 
 /// The scenarios of the kit's last three checks (argument_order, stream_contract,
