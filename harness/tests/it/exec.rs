@@ -456,15 +456,19 @@ if stop:
     ])
 }
 
+/// Runs the counting stream of `lines` lines in `sandbox`, SIGINT once 3 lines were read.
+fn sigint_after_3_lines(sandbox: &Sandbox, lines: u32) -> exec::Outcome {
+    let mut invocation = sandbox.invocation(counting_stream(lines));
+    invocation.timeout = SLACK;
+    let line_signal = exec::LineSignal { after_lines: 3, signal: Signal::SIGINT };
+    exec::spawn_watched(&invocation, Graces::default(), line_signal).unwrap().wait().unwrap()
+}
+
 #[test]
 fn a_line_signal_arrives_once_enough_lines_were_read() {
     let sandbox = Sandbox::new().unwrap();
-    let mut invocation = sandbox.invocation(counting_stream(200));
-    invocation.timeout = SLACK;
-    let line_signal = exec::LineSignal { after_lines: 3, signal: Signal::SIGINT };
     let started = Instant::now();
-    let outcome =
-        exec::spawn_watched(&invocation, Graces::default(), line_signal).unwrap().wait().unwrap();
+    let outcome = sigint_after_3_lines(&sandbox, 200);
     assert_eq!(outcome.termination, Termination::Exited(130), "{}", text(&outcome.stderr));
     let out = text(&outcome.stdout);
     let reached: u32 = out
@@ -487,11 +491,7 @@ fn a_line_signal_arrives_once_enough_lines_were_read() {
 #[test]
 fn a_stream_ending_before_its_line_is_never_signalled() {
     let sandbox = Sandbox::new().unwrap();
-    let mut invocation = sandbox.invocation(counting_stream(2));
-    invocation.timeout = SLACK;
-    let line_signal = exec::LineSignal { after_lines: 3, signal: Signal::SIGINT };
-    let outcome =
-        exec::spawn_watched(&invocation, Graces::default(), line_signal).unwrap().wait().unwrap();
+    let outcome = sigint_after_3_lines(&sandbox, 2);
     assert_eq!(outcome.termination, Termination::Exited(0));
     assert_eq!(outcome.line_signal_sent_after, None);
     assert_eq!(outcome.stdout_lines, 2);
