@@ -207,22 +207,31 @@ fn stream_lines_arrive_while_the_work_runs() {
     assert_stream(&lines(&format!("{first}{rest}")), 0);
 }
 
-#[test]
-fn sigint_mid_stream_ends_it_with_one_cancellation_envelope_and_130() {
-    let sandbox = site(25);
+/// `files site --stream` paced at 100 ms an item, sent `signal` once `after` lines were read:
+/// its exit code, every line it wrote, and how long it took to end after the signal.
+fn signal_mid_stream(
+    sandbox: &Sandbox,
+    after: usize,
+    signal: Signal,
+) -> (Option<i32>, Vec<Value>, Duration) {
     let mut cmd = sandbox.command(&["files", "site", "--stream"]);
     cmd.env("REFTOOL_PACE_MS", "100");
     let mut child = cmd.spawn().unwrap();
-    let (mut reader, head) = read_lines(&mut child, 3);
-    let pid = Pid::from_raw(i32::try_from(child.id()).unwrap());
+    let (mut reader, head) = read_lines(&mut child, after);
     let sent = Instant::now();
-    kill(pid, Signal::SIGINT).unwrap();
+    kill(Pid::from_raw(i32::try_from(child.id()).unwrap()), signal).unwrap();
     let mut rest = String::new();
     reader.read_to_string(&mut rest).unwrap();
-    let status = child.wait().unwrap();
-    assert!(sent.elapsed() < Duration::from_secs(2), "stopped at once: {:?}", sent.elapsed());
-    assert_eq!(status.code(), Some(130));
-    let lines = lines(&format!("{head}{rest}"));
+    let code = child.wait().unwrap().code();
+    (code, lines(&format!("{head}{rest}")), sent.elapsed())
+}
+
+#[test]
+fn sigint_mid_stream_ends_it_with_one_cancellation_envelope_and_130() {
+    let sandbox = site(25);
+    let (code, lines, after_signal) = signal_mid_stream(&sandbox, 3, Signal::SIGINT);
+    assert!(after_signal < Duration::from_secs(2), "stopped at once: {after_signal:?}");
+    assert_eq!(code, Some(130));
     assert!(lines.len() < 26, "the stream stopped early: {} lines", lines.len());
     let terminal = assert_stream(&lines, 130);
     assert_eq!(terminal["error"]["code"], "CANCELLED");
@@ -278,15 +287,9 @@ fn the_manifest_declares_streaming_and_only_files_takes_stream() {
 #[test]
 fn sigterm_and_the_timeout_end_a_stream_on_their_own_envelope() {
     let sandbox = site(25);
-    let mut cmd = sandbox.command(&["files", "site", "--stream"]);
-    cmd.env("REFTOOL_PACE_MS", "100");
-    let mut child = cmd.spawn().unwrap();
-    let (mut reader, head) = read_lines(&mut child, 2);
-    kill(Pid::from_raw(i32::try_from(child.id()).unwrap()), Signal::SIGTERM).unwrap();
-    let mut rest = String::new();
-    reader.read_to_string(&mut rest).unwrap();
-    assert_eq!(child.wait().unwrap().code(), Some(143));
-    let terminal = assert_stream(&lines(&format!("{head}{rest}")), 143).clone();
+    let (code, lines_seen, _) = signal_mid_stream(&sandbox, 2, Signal::SIGTERM);
+    assert_eq!(code, Some(143));
+    let terminal = assert_stream(&lines_seen, 143).clone();
     assert_eq!(terminal["error"]["code"], "CANCELLED");
 
     let run = sandbox
