@@ -7,6 +7,14 @@ use crate::support::{
     code, conform, errors, fake_profile, faketool, status_of, stdout_json, validator,
 };
 
+/// A profile of this text in a directory of its own (kept while the guard lives).
+fn profile_with(text: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("conform.toml");
+    std::fs::write(&path, text).unwrap();
+    (dir, path)
+}
+
 fn run_json(args: &[&str], profile: Option<&std::path::Path>) -> (i32, serde_json::Value) {
     let mut cmd = conform();
     cmd.arg("run").arg(faketool()).args(["--format", "json"]).args(args);
@@ -134,13 +142,9 @@ fn calibration_runs_once_per_role_even_in_parallel() {
 
 #[test]
 fn a_role_too_fast_to_interrupt_is_skipped_with_the_reason() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("conform.toml");
-    std::fs::write(
-        &path,
+    let (_dir, path) = profile_with(
         "[tool]\nenv = { FAKETOOL_PACE_MS = \"5\" }\n[roles.resume_reader]\nargv = [\"count\", \"--units\", \"3\"]\n",
-    )
-    .unwrap();
+    );
     let (code, report) = run_json(&["--only", "progress-never-decreases"], Some(&path));
     assert_eq!(code, 0, "{report:#}");
     let s = &report["data"]["scenarios"][0];
@@ -272,13 +276,9 @@ fn a_hanging_tool_is_bounded_and_reported() {
 /// id check must see that a second job's id is the first one's.
 #[test]
 fn predictable_job_ids_are_caught() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("conform.toml");
-    std::fs::write(
-        &path,
+    let (_dir, path) = profile_with(
         "[tool]\nenv = { FAKETOOL_PACE_MS = \"150\" }\n[roles.detach]\nargv = [\"count\", \"--units\", \"10\"]\n",
-    )
-    .unwrap();
+    );
     let (code, report) = run_json(&["--only", "job-ids-are-not-guessable"], Some(&path));
     // The check is advisory (`should`): it fails the scenario, not the run.
     assert_eq!(code, 0, "{report:#}");
