@@ -8,12 +8,13 @@ use std::time::Instant;
 
 use conform::event::RunInfo;
 use conform::outcome::{
-    Ended, Excerpt, Finding, Level, Repro, ReproCommand, ReproStdin, RunSummary, ScenarioResult,
-    Status, StepRecord,
+    Ended, Excerpt, Finding, Repro, ReproCommand, ReproStdin, ScenarioResult, Status, StepRecord,
 };
 use conform::redact::Redactor;
 use conform::report::{RunReport, human, json, junit, markdown};
+use conform::scenario::Obligation;
 use conform::snapshot::SnapshotStore;
+use conform::summary::{RunFacts, RunSummary};
 use serde_json::{Value, json};
 
 const SCENARIOS: usize = 2000;
@@ -79,7 +80,7 @@ fn results() -> Vec<ScenarioResult> {
                 id: format!("scenario-{i:04}"),
                 requirement: format!("REQ-F-{:03}", 80 + i % 4),
                 criterion: "a criterion".into(),
-                level: if i % 3 == 0 { Level::Should } else { Level::Must },
+                level: if i % 3 == 0 { Obligation::Should } else { Obligation::Must },
                 tags: Vec::new(),
                 status,
                 findings,
@@ -109,7 +110,10 @@ fn time<T>(label: &str, per: usize, unit: &str, f: impl FnOnce() -> T) -> T {
 fn main() {
     let results = results();
     let summary = time("summary of 2000 scenarios", SCENARIOS, "scenario", || {
-        RunSummary::compute(&results, Vec::new(), false, 1)
+        RunSummary::compute(
+            &results,
+            &RunFacts { baseline_in_use: false, duration_ms: 1, ..RunFacts::default() },
+        )
     });
     let info = RunInfo {
         tool: "./tool".into(),

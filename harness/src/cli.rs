@@ -18,7 +18,7 @@ use crate::baseline::Baseline;
 use crate::event::{Event, EventStream, RunInfo};
 use crate::exit;
 use crate::levels::Unselected;
-use crate::outcome::{RunSummary, ScenarioResult, Status, millis};
+use crate::outcome::{ScenarioResult, Status, millis};
 use crate::plan;
 use crate::profile::{DEFAULT_PROFILE, Profile};
 use crate::redact::Redactor;
@@ -26,6 +26,7 @@ use crate::report::{self, Format, ReportOptions, SPEC_VERSION};
 use crate::run::Engine;
 use crate::scenario::{Catalogue, SCENARIO_FILES, Scenario};
 use crate::snapshot::SnapshotStore;
+use crate::summary::{RunFacts, RunSummary};
 
 /// conform: the conformance suite for CLI tools that AI agents call.
 #[derive(Debug, Parser)]
@@ -361,9 +362,13 @@ fn run_command(args: &RunArgs, started: Instant) -> Result<u8, ArgError> {
             level: s.level,
         })
         .collect();
-    let summary =
-        RunSummary::compute(&results, roles_missing, baseline.is_some(), millis(started.elapsed()))
-            .with_unselected(&results, &unselected);
+    let facts = RunFacts {
+        unselected: &unselected,
+        roles_missing: &roles_missing,
+        baseline_in_use: baseline.is_some(),
+        duration_ms: millis(started.elapsed()),
+    };
+    let summary = RunSummary::compute(&results, &facts);
     let code = summary.exit_code;
     events.send(Event::RunFinished(summary));
     drop(events);

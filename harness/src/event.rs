@@ -22,7 +22,8 @@
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 
-use crate::outcome::{RunSummary, ScenarioResult};
+use crate::outcome::ScenarioResult;
+use crate::summary::RunSummary;
 
 /// What is known when a run starts.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]

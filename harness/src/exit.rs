@@ -14,9 +14,7 @@
 //!
 //! When several apply, the first in this order wins: `NOT_CONFORMANT`, `GENERAL_ERROR`,
 //! `BASELINE_MISMATCH`. A non-conformance is the most useful news even when something else
-//! also went wrong.
-
-use crate::outcome::{Level, RunSummary};
+//! also went wrong. The choice is made by [`crate::summary`], from a run's results.
 
 /// Every `must` scenario that ran passed and the baseline (if any) matched.
 pub const SUCCESS: u8 = 0;
@@ -38,19 +36,5 @@ pub fn name(code: u8) -> &'static str {
         NOT_CONFORMANT => "NOT_CONFORMANT",
         BASELINE_MISMATCH => "BASELINE_MISMATCH",
         _ => "UNKNOWN",
-    }
-}
-
-/// conform's exit code for a finished run (see the module docs for the order).
-pub fn for_summary(summary: &RunSummary) -> u8 {
-    let must_failed = summary.levels.iter().any(|l| l.level == Level::Must && l.counts.fail > 0);
-    if must_failed {
-        NOT_CONFORMANT
-    } else if summary.counts.error > 0 {
-        GENERAL_ERROR
-    } else if summary.baseline_surprised() {
-        BASELINE_MISMATCH
-    } else {
-        SUCCESS
     }
 }

@@ -30,7 +30,8 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
-use crate::outcome::{Counts, Level, ScenarioResult, Status};
+use crate::outcome::{Counts, ScenarioResult, Status};
+use crate::scenario::Obligation;
 
 /// The Level 1 requirements (the spec's list of twelve).
 pub const LEVEL_1_REQUIREMENTS: [&str; 12] = [
@@ -177,7 +178,7 @@ pub struct Unselected {
     /// Its requirement.
     pub requirement: String,
     /// Its level.
-    pub level: Level,
+    pub level: Obligation,
 }
 
 /// One check of the spec's own conformance kit (its `conformance/README.md`), the level the kit
@@ -323,7 +324,7 @@ fn judge(
     let mut failed = Vec::new();
     let mut failed_ids = Vec::new();
     let mut reasons = Vec::new();
-    for r in results.iter().filter(|r| r.level == Level::Must && includes(&r.requirement)) {
+    for r in results.iter().filter(|r| r.level == Obligation::Must && includes(&r.requirement)) {
         counts.add(r);
         requirements.insert(r.requirement.clone());
         match &r.status {
@@ -339,8 +340,10 @@ fn judge(
             }
         }
     }
-    let left_out =
-        unselected.iter().filter(|u| u.level == Level::Must && includes(&u.requirement)).count();
+    let left_out = unselected
+        .iter()
+        .filter(|u| u.level == Obligation::Must && includes(&u.requirement))
+        .count();
     match left_out {
         0 => {}
         1 => reasons.push("1 `must` scenario not selected (--only / --skip)".to_owned()),

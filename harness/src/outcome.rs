@@ -34,36 +34,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::exec;
-use crate::levels::{ClaimVerdict, KitCheckVerdict, Unselected};
-
-/// How strongly the contract asks for a criterion.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Level {
-    /// Required: a failure makes the tool not conformant.
-    Must,
-    /// Recommended: a failure is reported but does not fail the run.
-    Should,
-    /// Optional behaviour: checked only when present.
-    May,
-}
-
-impl Level {
-    /// The lowercase word used in scenario files and reports.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Level::Must => "must",
-            Level::Should => "should",
-            Level::May => "may",
-        }
-    }
-}
-
-impl fmt::Display for Level {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+use crate::scenario::Obligation;
 
 /// The result of one scenario.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -481,7 +452,7 @@ pub struct ScenarioResult {
     /// The acceptance criterion, in conform's words.
     pub criterion: String,
     /// How strongly the contract asks for it.
-    pub level: Level,
+    pub level: Obligation,
     /// Free tags for `--only` / `--skip`.
     #[serde(default)]
     pub tags: Vec<String>,
@@ -508,7 +479,7 @@ pub struct ScenarioResult {
 impl ScenarioResult {
     /// Whether this result makes the run not conformant (see the module docs).
     pub fn counts_against_conformance(&self) -> bool {
-        self.level == Level::Must && self.status == Status::Fail && !self.is_expected_failure()
+        self.level == Obligation::Must && self.status == Status::Fail && !self.is_expected_failure()
     }
 
     /// Whether a baseline expected this failure.
@@ -557,242 +528,5 @@ impl Counts {
             Status::Error { .. } if result.is_expected_failure() => self.expected_fail += 1,
             Status::Error { .. } => self.error += 1,
         }
-    }
-}
-
-/// A verdict over a group of scenarios (a requirement, a level).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Verdict {
-    /// Every scenario ran and passed.
-    Pass,
-    /// A scenario counts against conformance.
-    Fail,
-    /// Neither: something was skipped, or only non-`must` scenarios failed.
-    Partial,
-    /// Nothing ran.
-    Skipped,
-}
-
-impl Verdict {
-    /// The verdict of a group of results (see the module docs).
-    pub fn of<'a>(results: impl IntoIterator<Item = &'a ScenarioResult>) -> Self {
-        let mut any_ran = false;
-        let mut all_passed = true;
-        for r in results {
-            if r.counts_against_conformance() {
-                return Verdict::Fail;
-            }
-            any_ran |= r.status.ran();
-            all_passed &= r.status == Status::Pass;
-        }
-        match (any_ran, all_passed) {
-            (false, _) => Verdict::Skipped,
-            (true, true) => Verdict::Pass,
-            (true, false) => Verdict::Partial,
-        }
-    }
-
-    /// The lowercase word.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Pass => "pass",
-            Verdict::Fail => "fail",
-            Verdict::Partial => "partial",
-            Verdict::Skipped => "skipped",
-        }
-    }
-}
-
-impl fmt::Display for Verdict {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// The verdict on one requirement.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RequirementVerdict {
-    /// The requirement id.
-    pub requirement: String,
-    /// Its verdict.
-    pub verdict: Verdict,
-    /// Its scenarios by status.
-    pub counts: Counts,
-}
-
-/// The verdict on one level.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LevelVerdict {
-    /// The level.
-    pub level: Level,
-    /// Its verdict.
-    pub verdict: Verdict,
-    /// Its scenarios by status.
-    pub counts: Counts,
-}
-
-/// Scenarios skipped for one reason.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SkipGroup {
-    /// The reason.
-    pub reason: String,
-    /// The scenarios skipped for it.
-    pub scenarios: Vec<String>,
-}
-
-/// What the run could and could not judge.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Coverage {
-    /// Scenarios that ran (pass, fail or error).
-    pub run: usize,
-    /// Scenarios skipped.
-    pub skipped: usize,
-    /// Skipped scenarios grouped by reason.
-    pub skip_reasons: Vec<SkipGroup>,
-    /// Profile roles that were missing (so their scenarios were skipped).
-    pub roles_missing: Vec<String>,
-}
-
-/// Baseline bookkeeping of a run.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct BaselineSummary {
-    /// Whether a baseline was in use.
-    pub in_use: bool,
-    /// Failures the baseline expected.
-    pub expected_failures: Vec<String>,
-    /// Failures it did not list.
-    pub unexpected_failures: Vec<String>,
-    /// Entries whose scenario passed.
-    pub stale: Vec<String>,
-}
-
-/// The outcome of a whole run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RunSummary {
-    /// All scenarios by status.
-    pub counts: Counts,
-    /// Verdicts per level, `must` first.
-    pub levels: Vec<LevelVerdict>,
-    /// Verdicts per requirement, sorted by requirement id.
-    pub requirements: Vec<RequirementVerdict>,
-    /// The spec's Level 1, 2 and 3, then §79 ([`crate::levels`]).
-    pub claims: Vec<ClaimVerdict>,
-    /// The spec kit's fourteen checks, each as this run answers it ([`crate::levels::kit_checks`]).
-    #[serde(default)]
-    pub kit_checks: Vec<KitCheckVerdict>,
-    /// What could and could not be judged.
-    pub coverage: Coverage,
-    /// Baseline bookkeeping.
-    pub baseline: BaselineSummary,
-    /// Whether no scenario counts against conformance.
-    pub conformant: bool,
-    /// conform's exit code for this run (see `exit`).
-    pub exit_code: u8,
-    /// Wall-clock time of the run.
-    pub duration_ms: u64,
-}
-
-impl RunSummary {
-    /// Summarizes a run's results. `roles_missing` are the profile roles that were absent;
-    /// `baseline_in_use` says whether `--baseline` was given (stale entries are read from the
-    /// results' [`BaselineMark`]s).
-    pub fn compute(
-        results: &[ScenarioResult],
-        roles_missing: Vec<String>,
-        baseline_in_use: bool,
-        duration_ms: u64,
-    ) -> Self {
-        let mut counts = Counts::default();
-        let mut by_requirement: BTreeMap<&str, Vec<&ScenarioResult>> = BTreeMap::new();
-        let mut by_level: BTreeMap<Level, Vec<&ScenarioResult>> = BTreeMap::new();
-        let mut skip_reasons: Vec<SkipGroup> = Vec::new();
-        let mut baseline =
-            BaselineSummary { in_use: baseline_in_use, ..BaselineSummary::default() };
-        for r in results {
-            counts.add(r);
-            by_requirement.entry(&r.requirement).or_default().push(r);
-            by_level.entry(r.level).or_default().push(r);
-            if let Status::Skip { reason } = &r.status {
-                match skip_reasons.iter_mut().find(|g| &g.reason == reason) {
-                    Some(group) => group.scenarios.push(r.id.clone()),
-                    None => skip_reasons
-                        .push(SkipGroup { reason: reason.clone(), scenarios: vec![r.id.clone()] }),
-                }
-            }
-            match &r.baseline {
-                Some(BaselineMark::ExpectedFailure { .. }) => {
-                    baseline.expected_failures.push(r.id.clone());
-                }
-                Some(BaselineMark::Stale { .. }) => baseline.stale.push(r.id.clone()),
-                Some(BaselineMark::Unexpected) => {
-                    baseline.unexpected_failures.push(r.id.clone());
-                }
-                None => {}
-            }
-        }
-        let group_counts = |group: &[&ScenarioResult]| {
-            let mut c = Counts::default();
-            group.iter().for_each(|r| c.add(r));
-            c
-        };
-        let requirements = by_requirement
-            .into_iter()
-            .map(|(requirement, group)| RequirementVerdict {
-                requirement: requirement.to_owned(),
-                verdict: Verdict::of(group.iter().copied()),
-                counts: group_counts(&group),
-            })
-            .collect();
-        let levels = by_level
-            .into_iter()
-            .map(|(level, group)| LevelVerdict {
-                level,
-                verdict: Verdict::of(group.iter().copied()),
-                counts: group_counts(&group),
-            })
-            .collect();
-        let conformant = !results.iter().any(|r| {
-            r.counts_against_conformance()
-                || (r.level == Level::Must
-                    && matches!(r.status, Status::Error { .. })
-                    && !r.is_expected_failure())
-        });
-        let mut summary = RunSummary {
-            counts,
-            levels,
-            requirements,
-            claims: crate::levels::verdicts(results, &[]),
-            kit_checks: crate::levels::kit_checks(results),
-            coverage: Coverage {
-                run: counts.total - counts.skip,
-                skipped: counts.skip,
-                skip_reasons,
-                roles_missing,
-            },
-            baseline,
-            conformant,
-            exit_code: 0,
-            duration_ms,
-        };
-        summary.exit_code = crate::exit::for_summary(&summary);
-        summary
-    }
-
-    /// Judges the claims again knowing which catalogue scenarios `--only` / `--skip` left out
-    /// (a level missing some of its scenarios is `incomplete`, never `pass`).
-    #[must_use]
-    pub fn with_unselected(
-        mut self,
-        results: &[ScenarioResult],
-        unselected: &[Unselected],
-    ) -> Self {
-        self.claims = crate::levels::verdicts(results, unselected);
-        self
-    }
-
-    /// Whether the baseline made the run fail (an unexpected failure or a stale entry).
-    pub fn baseline_surprised(&self) -> bool {
-        !self.baseline.stale.is_empty() || !self.baseline.unexpected_failures.is_empty()
     }
 }

@@ -75,7 +75,7 @@ pub fn static_skip(s: &Scenario, profile: &Profile) -> Option<String> {
         });
     }
     for kind in s.probe_kinds() {
-        if crate::run::probe_argvs(profile, kind).is_empty() {
+        if profile.probe_argvs(kind).is_empty() {
             let kit = match kind {
                 ProbeKind::DestructivePreview => "`destructive` probes",
                 ProbeKind::StreamSignal => "`stream` probes with a `signal`",

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::scenario::{StdinKind, line_col};
+use crate::scenario::{Placement, ProbeKind, StdinKind, line_col};
 
 pub mod kit;
 
@@ -222,6 +222,30 @@ pub struct ArgumentOrder {
     pub fixtures: Vec<String>,
 }
 
+impl ArgumentOrder {
+    /// The argv of this placement, or `None` when it needs a positional the profile lacks.
+    pub fn argv(&self, placement: Placement) -> Option<Vec<String>> {
+        let flag = || vec![self.global_flag.clone(), self.value.clone()];
+        let alternate = || vec![self.global_flag.clone(), self.alternate_value.clone()];
+        let path = || self.command_path.clone();
+        let local = || self.local_args.clone();
+        let parts: Vec<Vec<String>> = match placement {
+            Placement::ValueBeforePath => vec![flag(), path(), local()],
+            Placement::ValueBetween => vec![path(), flag(), local()],
+            Placement::ValueAfterLocal => vec![path(), local(), flag()],
+            Placement::AlternateBeforePath => vec![alternate(), path(), local()],
+            Placement::AlternateBetween => vec![path(), alternate(), local()],
+            Placement::AlternateAfterLocal => vec![path(), local(), alternate()],
+            Placement::ConflictingRepeat => vec![flag(), path(), local(), alternate()],
+            Placement::SameValueRepeat => vec![flag(), path(), local(), flag()],
+            Placement::PositionalThenLocal => vec![path(), vec![self.positional.clone()?], local()],
+            Placement::LocalThenPositional => vec![path(), local(), vec![self.positional.clone()?]],
+            Placement::PositionalAlone => vec![path(), vec![self.positional.clone()?]],
+        };
+        Some(parts.concat())
+    }
+}
+
 /// A destructive probe: run without confirmation, and with its preview flag.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -271,6 +295,36 @@ pub struct ProfileError {
 }
 
 impl Profile {
+    /// The argument lists of the profile's kit probes of one kind (a preview appends the probe's
+    /// `dry_run_flag`).
+    pub fn probe_argvs(&self, kind: ProbeKind) -> Vec<Vec<String>> {
+        let kit = &self.file.kit;
+        match kind {
+            ProbeKind::Read => kit.read.clone(),
+            ProbeKind::Invalid => kit.invalid.clone(),
+            ProbeKind::Destructive => kit.destructive.iter().map(|p| p.argv.clone()).collect(),
+            ProbeKind::DestructivePreview => kit
+                .destructive
+                .iter()
+                .map(|p| p.argv.iter().cloned().chain([p.dry_run_flag.clone()]).collect())
+                .collect(),
+            ProbeKind::Stream => kit.stream.iter().map(|p| p.argv.clone()).collect(),
+            ProbeKind::StreamSignal => {
+                kit.stream.iter().filter(|p| p.signal.is_some()).map(|p| p.argv.clone()).collect()
+            }
+        }
+    }
+
+    /// The stream probes a step of this kind runs (in order).
+    pub fn stream_probes(&self, kind: ProbeKind) -> Vec<&StreamProbe> {
+        let all = self.file.kit.stream.iter();
+        match kind {
+            ProbeKind::Stream => all.collect(),
+            ProbeKind::StreamSignal => all.filter(|p| p.signal.is_some()).collect(),
+            _ => Vec::new(),
+        }
+    }
+
     /// No profile: only static and quick checks run; role scenarios are skipped.
     pub fn none() -> Self {
         Self::default()

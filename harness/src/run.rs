@@ -28,7 +28,7 @@ use crate::exec::{self, Invocation, Program, StdinMode, Termination};
 use crate::interrupt::Registration;
 use crate::outcome::{Finding, Repro, ScenarioResult, Status, StepRecord, millis};
 use crate::plan::Planned;
-use crate::profile::{Profile, Role, StreamProbe};
+use crate::profile::{Profile, Role};
 use crate::sandbox::{self, Sandbox};
 use crate::scenario::{
     CONSTANT_SLACK, Expect, ProbeKind, RunStep, Scenario, ShellCommandStep, ShellStep, StdinKind,
@@ -538,36 +538,6 @@ fn skipped(s: &Scenario, reason: String) -> ScenarioResult {
     }
 }
 
-/// The argument lists of the profile's kit probes of one kind (a preview appends the probe's
-/// `dry_run_flag`).
-pub fn probe_argvs(profile: &Profile, kind: ProbeKind) -> Vec<Vec<String>> {
-    let kit = &profile.file.kit;
-    match kind {
-        ProbeKind::Read => kit.read.clone(),
-        ProbeKind::Invalid => kit.invalid.clone(),
-        ProbeKind::Destructive => kit.destructive.iter().map(|p| p.argv.clone()).collect(),
-        ProbeKind::DestructivePreview => kit
-            .destructive
-            .iter()
-            .map(|p| p.argv.iter().cloned().chain([p.dry_run_flag.clone()]).collect())
-            .collect(),
-        ProbeKind::Stream => kit.stream.iter().map(|p| p.argv.clone()).collect(),
-        ProbeKind::StreamSignal => {
-            kit.stream.iter().filter(|p| p.signal.is_some()).map(|p| p.argv.clone()).collect()
-        }
-    }
-}
-
-/// The stream probes a step of this kind runs (in order).
-fn stream_probes(profile: &Profile, kind: ProbeKind) -> Vec<&StreamProbe> {
-    let all = profile.file.kit.stream.iter();
-    match kind {
-        ProbeKind::Stream => all.collect(),
-        ProbeKind::StreamSignal => all.filter(|p| p.signal.is_some()).collect(),
-        _ => Vec::new(),
-    }
-}
-
 /// How one invocation of a run step starts, beside what the step itself says.
 #[derive(Debug, Default)]
 struct Launch {
@@ -818,7 +788,7 @@ impl ScenarioState<'_> {
         if let Some(placement) = r.order {
             let order = profile.file.kit.argument_order.as_ref();
             let order = order.ok_or("the profile has no `[kit.argument_order]`")?;
-            let prefix = placement.argv(order).ok_or_else(|| {
+            let prefix = order.argv(placement).ok_or_else(|| {
                 format!("placement `{}` needs the profile's `positional`", placement.as_str())
             })?;
             let launch = Launch { prefix, from_kit: true, ..Launch::default() };
@@ -839,7 +809,7 @@ impl ScenarioState<'_> {
         if matches!(kind, ProbeKind::Stream | ProbeKind::StreamSignal) {
             return self.run_streams(r, kind);
         }
-        let probes = probe_argvs(profile, kind);
+        let probes = profile.probe_argvs(kind);
         if probes.is_empty() {
             return Err(format!("the profile names no kit `{}` probes", kind.as_str()));
         }
@@ -856,7 +826,7 @@ impl ScenarioState<'_> {
     /// line.
     fn run_streams(&mut self, r: &RunStep, kind: ProbeKind) -> Result<Vec<Finding>, String> {
         let engine = self.engine;
-        let probes = stream_probes(&engine.profile, kind);
+        let probes = engine.profile.stream_probes(kind);
         if probes.is_empty() {
             return Err(format!("the profile names no kit `{}` probes", kind.as_str()));
         }

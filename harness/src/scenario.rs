@@ -7,18 +7,47 @@
 //! format as a JSON Schema, and a test keeps the two in agreement.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-mod embedded {
-    include!(concat!(env!("OUT_DIR"), "/embedded.rs"));
+pub use crate::embedded::SCENARIO_FILES;
+pub use crate::schemas::SchemaName;
+
+/// The role names a scenario may need and a profile may define (the manual says what each
+/// promises).
+pub const ROLE_NAMES: [&str; 7] =
+    ["detach", "resume_reader", "resume_writer", "detach_only", "plain_slow", "async", "stalling"];
+
+/// How strongly the contract asks for a criterion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Obligation {
+    /// Required: a failure makes the tool not conformant.
+    Must,
+    /// Recommended: a failure is reported but does not fail the run.
+    Should,
+    /// Optional behaviour: checked only when present.
+    May,
 }
 
-pub use embedded::SCENARIO_FILES;
-pub use embedded::SCHEMA_FILES;
+impl Obligation {
+    /// The lowercase word used in scenario files and reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Obligation::Must => "must",
+            Obligation::Should => "should",
+            Obligation::May => "may",
+        }
+    }
+}
 
-pub use crate::outcome::Level;
+impl fmt::Display for Obligation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 /// One scenario: one acceptance criterion of one requirement.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -31,7 +60,7 @@ pub struct Scenario {
     /// The acceptance criterion, in our words.
     pub criterion: String,
     /// must / should / may.
-    pub level: Level,
+    pub level: Obligation,
     /// Profile roles the scenario needs; the first is its primary role (whose calibration the
     /// duration variables refer to). A missing role skips the scenario with the reason.
     #[serde(default)]
@@ -232,28 +261,6 @@ impl Placement {
             Self::PositionalThenLocal | Self::LocalThenPositional | Self::PositionalAlone
         )
     }
-
-    /// The argv of this placement, or `None` when it needs a positional the profile lacks.
-    pub fn argv(self, order: &crate::profile::ArgumentOrder) -> Option<Vec<String>> {
-        let flag = || vec![order.global_flag.clone(), order.value.clone()];
-        let alternate = || vec![order.global_flag.clone(), order.alternate_value.clone()];
-        let path = || order.command_path.clone();
-        let local = || order.local_args.clone();
-        let parts: Vec<Vec<String>> = match self {
-            Self::ValueBeforePath => vec![flag(), path(), local()],
-            Self::ValueBetween => vec![path(), flag(), local()],
-            Self::ValueAfterLocal => vec![path(), local(), flag()],
-            Self::AlternateBeforePath => vec![alternate(), path(), local()],
-            Self::AlternateBetween => vec![path(), alternate(), local()],
-            Self::AlternateAfterLocal => vec![path(), local(), alternate()],
-            Self::ConflictingRepeat => vec![flag(), path(), local(), alternate()],
-            Self::SameValueRepeat => vec![flag(), path(), local(), flag()],
-            Self::PositionalThenLocal => vec![path(), vec![order.positional.clone()?], local()],
-            Self::LocalThenPositional => vec![path(), local(), vec![order.positional.clone()?]],
-            Self::PositionalAlone => vec![path(), vec![order.positional.clone()?]],
-        };
-        Some(parts.concat())
-    }
 }
 
 /// `action = "continue"` / `"cancel"`: a command line taken from an earlier response.
@@ -377,34 +384,6 @@ pub enum Stream {
     Stdout,
     /// Standard error.
     Stderr,
-}
-
-/// Wire-format schema names a response can be checked against.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SchemaName {
-    /// `schemas/response-envelope.json`.
-    Envelope,
-    /// `schemas/incomplete-response.json`.
-    Incomplete,
-    /// `schemas/manifest-response.json` (bare, or the `data` of an envelope).
-    Manifest,
-    /// `schemas/job-descriptor.json`, applied to the response's `data` (an async command's
-    /// answer).
-    #[serde(rename = "job-descriptor")]
-    JobDescriptor,
-}
-
-impl SchemaName {
-    /// The file in `schemas/`.
-    pub fn file(self) -> &'static str {
-        match self {
-            Self::Envelope => "response-envelope.json",
-            Self::Incomplete => "incomplete-response.json",
-            Self::Manifest => "manifest-response.json",
-            Self::JobDescriptor => "job-descriptor.json",
-        }
-    }
 }
 
 /// One schema or several.
@@ -1020,11 +999,8 @@ fn validate(s: &Scenario) -> Result<(), String> {
     }
     let roles: BTreeSet<&str> = s.roles.iter().map(String::as_str).collect();
     for role in &roles {
-        if !crate::profile::ROLE_NAMES.contains(role) {
-            return Err(format!(
-                "unknown role `{role}` (known: {})",
-                crate::profile::ROLE_NAMES.join(", ")
-            ));
+        if !ROLE_NAMES.contains(role) {
+            return Err(format!("unknown role `{role}` (known: {})", ROLE_NAMES.join(", ")));
         }
     }
     let mut seen: BTreeMap<&str, &Step> = BTreeMap::new();

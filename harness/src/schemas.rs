@@ -10,7 +10,9 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 
-use crate::scenario::{SCHEMA_FILES, SchemaName};
+use serde::{Deserialize, Serialize};
+
+use crate::embedded::SCHEMA_FILES;
 
 /// A schema conform needs could not be loaded.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -79,5 +81,33 @@ pub fn unwrap_manifest(response: &Value) -> &Value {
     match response.get("data") {
         Some(data) if response.get("commands").is_none() && data.is_object() => data,
         _ => response,
+    }
+}
+
+/// Wire-format schema names a response can be checked against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SchemaName {
+    /// `schemas/response-envelope.json`.
+    Envelope,
+    /// `schemas/incomplete-response.json`.
+    Incomplete,
+    /// `schemas/manifest-response.json` (bare, or the `data` of an envelope).
+    Manifest,
+    /// `schemas/job-descriptor.json`, applied to the response's `data` (an async command's
+    /// answer).
+    #[serde(rename = "job-descriptor")]
+    JobDescriptor,
+}
+
+impl SchemaName {
+    /// The file in `schemas/`.
+    pub fn file(self) -> &'static str {
+        match self {
+            Self::Envelope => "response-envelope.json",
+            Self::Incomplete => "incomplete-response.json",
+            Self::Manifest => "manifest-response.json",
+            Self::JobDescriptor => "job-descriptor.json",
+        }
     }
 }

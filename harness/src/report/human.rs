@@ -7,8 +7,9 @@ use super::{Collector, RunReport, Sink, human_duration};
 use crate::event::{Event, ReportError, Reporter};
 use crate::exit;
 use crate::levels::{Claim, ClaimVerdict, KitCheckVerdict, KitStatus};
-use crate::outcome::{BaselineMark, ScenarioResult, Status, StepRecord, Verdict};
+use crate::outcome::{BaselineMark, ScenarioResult, Status, StepRecord};
 use crate::snapshot;
+use crate::summary::Verdict;
 
 /// How many lines of a step's stderr the failure section shows.
 pub const STDERR_LINES: usize = 8;

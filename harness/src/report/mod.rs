@@ -26,7 +26,8 @@ use std::io::{BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
 use crate::event::{Event, ReportError, Reporter, RunInfo};
-use crate::outcome::{RunSummary, ScenarioResult};
+use crate::outcome::ScenarioResult;
+use crate::summary::RunSummary;
 
 /// Everything an end-of-run report shows.
 #[derive(Debug, Clone)]

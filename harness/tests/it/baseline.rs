@@ -5,7 +5,9 @@ use std::path::Path;
 
 use conform::baseline::{Baseline, BaselineErrorKind, Syntax};
 use conform::exit;
-use conform::outcome::{BaselineMark, Level, RunSummary, ScenarioResult, Status};
+use conform::outcome::{BaselineMark, ScenarioResult, Status};
+use conform::scenario::Obligation;
+use conform::summary::{RunFacts, RunSummary};
 
 use super::report::{result, sample_results};
 
@@ -31,7 +33,10 @@ fn summarize(
     for r in &mut results {
         baseline.apply(r);
     }
-    let summary = RunSummary::compute(&results, Vec::new(), true, 0);
+    let summary = RunSummary::compute(
+        &results,
+        &RunFacts { baseline_in_use: true, duration_ms: 0, ..RunFacts::default() },
+    );
     (results, summary)
 }
 
@@ -72,7 +77,10 @@ fn exit_code_per_baseline_outcome() {
     // Only expected failures: success.
     let (_, s) = summarize(
         &baseline,
-        vec![failing("budget-flag-beats-env", Level::Must), failing("cancel-scoped", Level::May)],
+        vec![
+            failing("budget-flag-beats-env", Obligation::Must),
+            failing("cancel-scoped", Obligation::May),
+        ],
     );
     assert_eq!(s.exit_code, exit::SUCCESS, "{s:?}");
     assert!(s.conformant);
@@ -81,8 +89,8 @@ fn exit_code_per_baseline_outcome() {
     let (_, s) = summarize(
         &baseline,
         vec![
-            failing("budget-flag-beats-env", Level::Must),
-            result("cancel-scoped", "REQ-F-081", Level::May, Status::Pass),
+            failing("budget-flag-beats-env", Obligation::Must),
+            result("cancel-scoped", "REQ-F-081", Obligation::May, Status::Pass),
         ],
     );
     assert_eq!(s.exit_code, exit::BASELINE_MISMATCH);
@@ -91,9 +99,9 @@ fn exit_code_per_baseline_outcome() {
     let (_, s) = summarize(
         &baseline,
         vec![
-            failing("budget-flag-beats-env", Level::Must),
-            failing("cancel-scoped", Level::May),
-            failing("new-should", Level::Should),
+            failing("budget-flag-beats-env", Obligation::Must),
+            failing("cancel-scoped", Obligation::May),
+            failing("new-should", Obligation::Should),
         ],
     );
     assert_eq!(s.exit_code, exit::BASELINE_MISMATCH);
@@ -103,9 +111,9 @@ fn exit_code_per_baseline_outcome() {
     let (_, s) = summarize(
         &baseline,
         vec![
-            failing("budget-flag-beats-env", Level::Must),
-            failing("cancel-scoped", Level::May),
-            failing("new-must", Level::Must),
+            failing("budget-flag-beats-env", Obligation::Must),
+            failing("cancel-scoped", Obligation::May),
+            failing("new-must", Obligation::Must),
         ],
     );
     assert_eq!(s.exit_code, exit::NOT_CONFORMANT);

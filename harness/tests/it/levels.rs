@@ -4,8 +4,10 @@
 use conform::levels::{
     Claim, ClaimVerdict, KIT_CHECKS, KitStatus, Unselected, kit_checks, spec_level, verdicts,
 };
-use conform::outcome::{BaselineMark, Level, RunSummary, ScenarioResult, Status};
+use conform::outcome::{BaselineMark, ScenarioResult, Status};
 use conform::scenario::Catalogue;
+use conform::scenario::Obligation;
+use conform::summary::{RunFacts, RunSummary};
 
 use crate::report::result;
 
@@ -18,7 +20,7 @@ fn verdict_words(all: &[ClaimVerdict]) -> Vec<(&str, Claim)> {
 }
 
 fn pass(id: &str, requirement: &str) -> ScenarioResult {
-    result(id, requirement, Level::Must, Status::Pass)
+    result(id, requirement, Obligation::Must, Status::Pass)
 }
 
 /// One passing `must` scenario for a Level 1, a Level 2 and a §79 requirement, then a pass for
@@ -52,7 +54,7 @@ fn every_kit_check_is_made_of_kit_scenarios_at_its_level() {
         assert!(!check.scenarios.is_empty(), "{}", check.id);
         for id in check.scenarios {
             let scenario = catalogue.get(id).unwrap_or_else(|| panic!("{}: no {id}", check.id));
-            assert_eq!(scenario.level, Level::Must, "{id}");
+            assert_eq!(scenario.level, Obligation::Must, "{id}");
             assert!(scenario.tags.iter().any(|t| t == "kit"), "{id} is not tagged kit");
             assert!(
                 spec_level(&scenario.requirement) <= check.level,
@@ -162,8 +164,13 @@ fn a_skip_or_a_harness_error_leaves_a_claim_incomplete_and_a_failure_still_wins(
 #[test]
 fn should_and_may_scenarios_and_expected_failures_never_fail_a_claim() {
     let mut results = all_levels_pass();
-    results.push(result("advisory", "REQ-F-080", Level::Should, Status::Fail));
-    results.push(result("optional", "REQ-F-009", Level::May, Status::Skip { reason: "x".into() }));
+    results.push(result("advisory", "REQ-F-080", Obligation::Should, Status::Fail));
+    results.push(result(
+        "optional",
+        "REQ-F-009",
+        Obligation::May,
+        Status::Skip { reason: "x".into() },
+    ));
     assert!(
         verdicts(&results, &[])
             .iter()
@@ -185,7 +192,7 @@ fn a_scenario_left_out_by_only_leaves_its_levels_incomplete() {
     let unselected = [Unselected {
         id: "invalid-probes-are-arg-errors".into(),
         requirement: "REQ-F-002".into(),
-        level: Level::Must,
+        level: Obligation::Must,
     }];
     let all = verdicts(&results, &unselected);
     assert!(all[..3].iter().all(|c| c.verdict == Claim::Incomplete), "{all:#?}");
@@ -196,9 +203,10 @@ fn a_scenario_left_out_by_only_leaves_its_levels_incomplete() {
     assert_eq!(claim(&all, "level-1").not_judged, 1);
     assert_eq!(claim(&all, "interruption").verdict, Claim::Pass);
     // RunSummary carries the same verdicts once told what was left out.
-    let summary = RunSummary::compute(&all_levels_pass(), Vec::new(), false, 0);
+    let summary = RunSummary::compute(&all_levels_pass(), &RunFacts::default());
     assert_eq!(claim(&summary.claims, "level-1").verdict, Claim::Pass);
-    let summary = summary.with_unselected(&results, &unselected);
+    let facts = RunFacts { unselected: &unselected, ..RunFacts::default() };
+    let summary = RunSummary::compute(&results, &facts);
     assert_eq!(claim(&summary.claims, "level-1").verdict, Claim::Incomplete);
 }
 

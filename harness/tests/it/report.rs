@@ -10,10 +10,12 @@ use std::sync::{Arc, Mutex};
 use conform::event::{Event, EventStream, FanOut, ReportError, Reporter, RunInfo};
 use conform::exit;
 use conform::outcome::{
-    BaselineMark, Ended, Excerpt, Finding, Level, Repro, ReproCommand, ReproStdin, RunSummary,
-    ScenarioResult, Status, StepRecord, Verdict,
+    BaselineMark, Ended, Excerpt, Finding, Repro, ReproCommand, ReproStdin, ScenarioResult, Status,
+    StepRecord,
 };
 use conform::report::{self, RunReport, Sink, human, json, junit, markdown, progress};
+use conform::scenario::Obligation;
+use conform::summary::{RunFacts, RunSummary, Verdict};
 use serde_json::{Value, json};
 
 /// A writer the test can read back.
@@ -65,7 +67,7 @@ pub fn step(name: &str, argv: &[&str], code: i32, envelope: Option<Value>) -> St
     }
 }
 
-pub fn result(id: &str, requirement: &str, level: Level, status: Status) -> ScenarioResult {
+pub fn result(id: &str, requirement: &str, level: Obligation, status: Status) -> ScenarioResult {
     ScenarioResult {
         id: id.to_owned(),
         requirement: requirement.to_owned(),
@@ -89,11 +91,11 @@ fn ok_envelope() -> Value {
 /// Six scenarios over four requirements: pass, fail (two findings, one with a multi-line
 /// diff), skip, harness error, a `should` failure, a `may` pass.
 pub fn sample_results() -> Vec<ScenarioResult> {
-    let mut manifest = result("manifest-valid", "REQ-C-033", Level::Must, Status::Pass);
+    let mut manifest = result("manifest-valid", "REQ-C-033", Obligation::Must, Status::Pass);
     manifest.notes = vec!["calibrated role `detach`: 2 s".to_owned()];
     manifest.steps = vec![step("manifest", &["./mytool", "manifest"], 0, Some(ok_envelope()))];
 
-    let mut budget = result("budget-flag-beats-env", "REQ-F-080", Level::Must, Status::Fail);
+    let mut budget = result("budget-flag-beats-env", "REQ-F-080", Obligation::Must, Status::Fail);
     budget.duration_ms = 2030;
     budget.steps = vec![step(
         "run",
@@ -115,21 +117,21 @@ pub fn sample_results() -> Vec<ScenarioResult> {
     let pty = result(
         "pty-no-budget",
         "REQ-F-080",
-        Level::Should,
+        Obligation::Should,
         Status::Skip { reason: "profile names no `detach` role".to_owned() },
     );
 
     let mut pipes = result(
         "pipes-released",
         "REQ-F-081",
-        Level::Must,
+        Obligation::Must,
         Status::Error { message: "failed to spawn ./mytool: No such file or directory".to_owned() },
     );
     pipes.duration_ms = 3;
 
-    let cancel = result("cancel-scoped", "REQ-F-081", Level::May, Status::Pass);
+    let cancel = result("cancel-scoped", "REQ-F-081", Obligation::May, Status::Pass);
 
-    let mut progress = result("progress-monotonic", "REQ-F-082", Level::Should, Status::Fail);
+    let mut progress = result("progress-monotonic", "REQ-F-082", Obligation::Should, Status::Fail);
     progress.findings = vec![
         Finding::new("progress-monotonic", "progress.done went backwards")
             .expected("done >= 40")
@@ -156,7 +158,15 @@ pub fn info() -> RunInfo {
 }
 
 pub fn sample_report(results: Vec<ScenarioResult>) -> RunReport {
-    let summary = RunSummary::compute(&results, vec!["detach".to_owned()], false, 4321);
+    let summary = RunSummary::compute(
+        &results,
+        &RunFacts {
+            roles_missing: &vec!["detach".to_owned()],
+            baseline_in_use: false,
+            duration_ms: 4321,
+            ..RunFacts::default()
+        },
+    );
     RunReport::new(info(), results, summary)
 }
 
@@ -202,12 +212,16 @@ fn summary_counts_and_verdicts() {
 #[test]
 fn exit_codes_follow_the_documented_order() {
     let code = |results: &[ScenarioResult], baseline: bool| {
-        RunSummary::compute(results, Vec::new(), baseline, 0).exit_code
+        RunSummary::compute(
+            results,
+            &RunFacts { baseline_in_use: baseline, duration_ms: 0, ..RunFacts::default() },
+        )
+        .exit_code
     };
-    let pass = result("a", "R", Level::Must, Status::Pass);
-    let must_fail = result("b", "R", Level::Must, Status::Fail);
-    let should_fail = result("c", "R", Level::Should, Status::Fail);
-    let error = result("d", "R", Level::Should, Status::Error { message: "x".into() });
+    let pass = result("a", "R", Obligation::Must, Status::Pass);
+    let must_fail = result("b", "R", Obligation::Must, Status::Fail);
+    let should_fail = result("c", "R", Obligation::Should, Status::Fail);
+    let error = result("d", "R", Obligation::Should, Status::Error { message: "x".into() });
     let mut stale = pass.clone();
     stale.baseline = Some(BaselineMark::Stale { reason: "r".into() });
     let mut expected = must_fail.clone();
@@ -278,7 +292,7 @@ fn junit_parses_back_with_the_right_counts() {
     let mut results = sample_results();
     // An expected failure is a passing test case with a property.
     results.push({
-        let mut r = result("stale-cancel", "REQ-F-081", Level::Must, Status::Fail);
+        let mut r = result("stale-cancel", "REQ-F-081", Obligation::Must, Status::Fail);
         r.findings = vec![Finding::new("exit-code", "x")];
         r.baseline = Some(BaselineMark::ExpectedFailure { reason: "issue 7".into() });
         r
@@ -383,7 +397,10 @@ fn stream_feeds_every_reporter_from_many_threads() {
             });
         }
     });
-    sender.send(Event::RunFinished(RunSummary::compute(&results, Vec::new(), false, 10)));
+    sender.send(Event::RunFinished(RunSummary::compute(
+        &results,
+        &RunFacts { baseline_in_use: false, duration_ms: 10, ..RunFacts::default() },
+    )));
     drop(sender);
     stream.finish().unwrap();
 
@@ -405,7 +422,10 @@ fn progress_bar_mode_counts_every_scenario() {
         reporter.handle(&Event::ScenarioStarted { id: r.id.clone() }).unwrap();
         reporter.handle(&Event::ScenarioFinished(Box::new(r.clone()))).unwrap();
     }
-    let summary = RunSummary::compute(&results, Vec::new(), false, 1);
+    let summary = RunSummary::compute(
+        &results,
+        &RunFacts { baseline_in_use: false, duration_ms: 1, ..RunFacts::default() },
+    );
     reporter.handle(&Event::RunFinished(summary)).unwrap();
     assert_eq!(reporter.finished(), results.len());
 }
@@ -448,7 +468,10 @@ fn a_failing_reporter_does_not_starve_the_others() {
         FanOut::new(vec![Box::new(Broken), Box::new(markdown::MarkdownReporter::new(out.sink()))]);
     let results = sample_results();
     fan.handle(&Event::RunStarted(info())).unwrap_err();
-    let summary = RunSummary::compute(&results, Vec::new(), false, 1);
+    let summary = RunSummary::compute(
+        &results,
+        &RunFacts { baseline_in_use: false, duration_ms: 1, ..RunFacts::default() },
+    );
     let err = fan.handle(&Event::RunFinished(summary)).unwrap_err();
     assert!(err.to_string().contains("disk full"));
     assert!(out.text().contains("## conform"));

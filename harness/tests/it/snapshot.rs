@@ -1,15 +1,16 @@
 //! Snapshots: normalized envelopes are stored per scenario and step, drift is a finding with a
 //! diff, `--update` rewrites, a missing snapshot is reported (written only with `--update`).
 
-use conform::outcome::{Level, Status};
+use conform::outcome::Status;
 use conform::redact::Redactor;
+use conform::scenario::Obligation;
 use conform::snapshot::{Comparison, SnapshotStore, file_safe, snapshot_text, sort_keys};
 use serde_json::json;
 
 use super::report::{result, step};
 
 fn scenario_with(envelope: serde_json::Value) -> conform::outcome::ScenarioResult {
-    let mut r = result("paused-writer", "REQ-F-082", Level::Must, Status::Pass);
+    let mut r = result("paused-writer", "REQ-F-082", Obligation::Must, Status::Pass);
     r.steps = vec![step("run", &["./t", "import"], 14, Some(envelope))];
     r
 }
@@ -101,10 +102,10 @@ fn a_missing_snapshot_without_update_is_a_finding_and_writes_nothing() {
 fn skipped_scenarios_and_steps_without_json_are_left_alone() {
     let dir = tempfile::tempdir().unwrap();
     let store = SnapshotStore::open(dir.path(), true).unwrap();
-    let mut skipped = result("s", "R", Level::Must, Status::Skip { reason: "no role".into() });
+    let mut skipped = result("s", "R", Obligation::Must, Status::Skip { reason: "no role".into() });
     skipped.steps = vec![step("run", &["t"], 0, Some(json!({"a": 1})))];
     store.apply(&mut skipped, &Redactor::new()).unwrap();
-    let mut no_json = result("n", "R", Level::Must, Status::Pass);
+    let mut no_json = result("n", "R", Obligation::Must, Status::Pass);
     no_json.steps = vec![step("run", &["t"], 0, None)];
     store.apply(&mut no_json, &Redactor::new()).unwrap();
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
@@ -133,7 +134,7 @@ fn file_names_are_safe() {
 fn a_job_named_only_in_a_command_line_is_redacted_in_every_step() {
     let dir = tempfile::tempdir().unwrap();
     let store = SnapshotStore::open(dir.path(), true).unwrap();
-    let mut r = result("lost", "REQ-F-081", Level::Must, Status::Pass);
+    let mut r = result("lost", "REQ-F-081", Obligation::Must, Status::Pass);
     r.steps = vec![step(
         "wait",
         &["./t", "job", "wait", "8c182ae3ba173c37"],
