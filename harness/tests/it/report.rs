@@ -161,7 +161,7 @@ pub fn sample_report(results: Vec<ScenarioResult>) -> RunReport {
     let summary = RunSummary::compute(
         &results,
         &RunFacts {
-            roles_missing: &vec!["detach".to_owned()],
+            roles_missing: &["detach".to_owned()],
             baseline_in_use: false,
             duration_ms: 4321,
             ..RunFacts::default()
