@@ -17,13 +17,20 @@
 //! scenario that needs it computes it while the others wait.
 
 use std::collections::BTreeMap;
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::outcome::millis;
+use crate::discover::Subject;
+use crate::exec::{self, Program, Termination};
+use crate::outcome::{SkipReason, millis};
+use crate::prepare::{self, Needs};
+
+/// Bound on a calibration run.
+pub const CALIBRATION_LIMIT: Duration = Duration::from_secs(600);
 
 /// Below this D a role's work cannot be interrupted reliably.
 pub const INTERRUPT_FLOOR: Duration = Duration::from_millis(1200);
@@ -84,13 +91,12 @@ impl Calibration {
     }
 
     /// The skip reason when the role is too fast to interrupt.
-    pub fn too_fast_reason(&self) -> String {
-        format!(
-            "role `{}` is too fast to interrupt: its work took {} ms with --budget 0, below {} ms; give it more work",
-            self.role,
-            millis(self.duration),
-            millis(INTERRUPT_FLOOR)
-        )
+    pub fn too_fast_reason(&self) -> SkipReason {
+        SkipReason::TooFastToInterrupt {
+            role: self.role.clone(),
+            took_ms: millis(self.duration),
+            floor_ms: millis(INTERRUPT_FLOOR),
+        }
     }
 }
 
@@ -128,4 +134,58 @@ impl Calibrator {
         let cells = self.cells.lock().unwrap_or_else(PoisonError::into_inner);
         cells.values().filter_map(|c| c.get().cloned()).collect()
     }
+}
+
+/// Measures a role: its invocation with `--budget 0` (plainly when its command declares no
+/// interruption) in a sandbox prepared for it; `keep` keeps that sandbox.
+pub fn measure(subject: &Subject, role_name: &str, keep: bool) -> Result<Calibration, String> {
+    let role = subject.profile.role(role_name).ok_or_else(|| format!("no role `{role_name}`"))?;
+    let roles = [role_name];
+    let needs = Needs { roles: &roles, ..Needs::default() };
+    let sandbox = prepare::prepare(&subject.tool, &subject.profile, &needs, keep)
+        .map_err(|e| e.to_string())?;
+    let mut argv = subject.tool.argv();
+    argv.extend(role.argv.iter().cloned());
+    // A role whose command declares no interruption has no --budget flag (CONTRACT §2):
+    // its plain run is its calibration.
+    let interruptible =
+        subject.commands.command_for_args(&role.argv).is_none_or(|(_, info)| info.interruptible());
+    if interruptible {
+        argv.extend(["--budget".to_owned(), "0".to_owned()]);
+    }
+    let mut inv = sandbox.invocation(Program::Argv(argv.iter().map(OsString::from).collect()));
+    for (k, v) in &role.env {
+        inv.env.insert(k.into(), v.into());
+    }
+    inv.stdin = role.stdin_mode();
+    inv.timeout = CALIBRATION_LIMIT;
+    crate::interrupt::gate()?;
+    let outcome = exec::run(&inv).map_err(|e| format!("calibration of role `{role_name}`: {e}"))?;
+    let Termination::Exited(exit_code) = outcome.termination else {
+        return Err(format!(
+            "calibration of role `{role_name}` (--budget 0) did not exit by itself: {:?}",
+            outcome.termination
+        ));
+    };
+    let response = crate::checks::parse_stdout(&outcome).map_err(|p| {
+        format!("calibration of role `{role_name}` (--budget 0) gave no JSON response: {p:?}")
+    })?;
+    // A role is work that succeeds; a failing one is a profile (or tool) problem that
+    // would make every comparison meaningless.
+    if exit_code != 0 {
+        let detail = response
+            .pointer("/error/message")
+            .and_then(Value::as_str)
+            .unwrap_or("no error message");
+        return Err(format!(
+            "calibration of role `{role_name}` (--budget 0) exited {exit_code}: {detail}; check the role's argv, fixtures and setup"
+        ));
+    }
+    Ok(Calibration {
+        role: role_name.to_owned(),
+        duration: outcome.elapsed,
+        exit_code,
+        response,
+        sandbox_root: sandbox.root().to_path_buf(),
+    })
 }

@@ -320,12 +320,12 @@ fn run_command(args: &RunArgs, started: Instant) -> Result<u8, ArgError> {
         None => None,
     };
     let reporters = report::reporters(&options).map_err(|e| fail(e.to_string()))?;
-    let roles_missing = plan::roles_missing(&planned, &profile);
 
     if let Err(e) = crate::interrupt::install() {
         eprintln!("conform: warning: {e}; an interrupted run may leave processes behind");
     }
-    let engine = Engine::with_command(tool.clone(), leading_args, profile, args.keep_sandboxes);
+    let subject_tool = crate::tool::Tool { path: tool.clone(), leading_args };
+    let engine = Engine::for_tool(subject_tool, profile, args.keep_sandboxes);
     let stream = EventStream::start(reporters);
     let events = stream.sender();
     let jobs = usize::from(args.jobs);
@@ -364,7 +364,6 @@ fn run_command(args: &RunArgs, started: Instant) -> Result<u8, ArgError> {
         .collect();
     let facts = RunFacts {
         unselected: &unselected,
-        roles_missing: &roles_missing,
         baseline_in_use: baseline.is_some(),
         duration_ms: millis(started.elapsed()),
     };
@@ -390,22 +389,25 @@ fn init(tool: &OsString, output: Option<&Path>) -> Result<u8, ArgError> {
             path.display()
         )));
     }
-    let sandbox = crate::sandbox::Sandbox::new().map_err(|e| fail(e.to_string()))?;
-    let mut inv = sandbox.invocation(crate::exec::Program::Argv(vec![
-        tool.clone().into_os_string(),
-        "manifest".into(),
-    ]));
-    inv.timeout = crate::run::DISCOVERY_LIMIT;
-    let manifest = crate::exec::run(&inv)
-        .ok()
-        .and_then(|o| crate::checks::parse_stdout(&o).ok())
-        .filter(|m| crate::schemas::unwrap_manifest(m).get("commands").is_some());
-    let Some(manifest) = manifest else {
-        eprintln!(
-            "conform: `{} manifest` gave no manifest to draft a profile from",
-            tool.display()
-        );
-        return Ok(exit::GENERAL_ERROR);
+    let discovered = crate::discover::discover(
+        &crate::tool::Tool::new(tool.clone()),
+        &crate::profile::Profile::default(),
+    );
+    let manifest = discovered.map_err(|e| e.to_string()).map(|d| d.response).and_then(|m| {
+        match crate::schemas::unwrap_manifest(&m).get("commands") {
+            Some(_) => Ok(m),
+            None => Err("its answer has no `commands`".to_owned()),
+        }
+    });
+    let manifest = match manifest {
+        Ok(m) => m,
+        Err(why) => {
+            eprintln!(
+                "conform: `{} manifest` gave no manifest to draft a profile from: {why}",
+                tool.display()
+            );
+            return Ok(exit::GENERAL_ERROR);
+        }
     };
     let text = crate::init::skeleton(&tool.display().to_string(), &manifest);
     match output {

@@ -50,6 +50,22 @@ pub enum Event {
         /// Its id.
         id: String,
     },
+    /// A role was calibrated (sent once per role and run, by the scenario that needed it
+    /// first): its `--budget 0` duration, or why it could not be measured.
+    Calibrated {
+        /// The role.
+        role: String,
+        /// Its duration D in milliseconds, or the calibration's error.
+        outcome: Result<u64, String>,
+    },
+    /// A scenario's sandbox could not be prepared (a fixture, a setup line): the scenario
+    /// ends in a harness error naming it.
+    SetupFailed {
+        /// The scenario.
+        id: String,
+        /// What failed.
+        error: String,
+    },
     /// A scenario ended (or was skipped), baseline and snapshots applied.
     ScenarioFinished(Box<ScenarioResult>),
     /// Every scenario has finished.
@@ -134,6 +150,12 @@ pub struct EventSender {
 }
 
 impl EventSender {
+    /// A sender whose events go nowhere (a scenario run outside a reported run).
+    pub fn discarding() -> Self {
+        let (inner, _) = mpsc::channel();
+        EventSender { inner }
+    }
+
     /// Sends an event. Never blocks; if the reporter thread is gone, the event is dropped (the
     /// error surfaces from [`EventStream::finish`]).
     pub fn send(&self, event: Event) {

@@ -36,8 +36,101 @@ use serde_json::Value;
 use crate::exec;
 use crate::scenario::Obligation;
 
+/// Why a scenario did not run. Reports show its sentence (its `Display`, also its JSON form);
+/// coverage reads the kind ([`crate::summary`] derives the missing roles from it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SkipReason {
+    /// The profile defines none of these roles (`profile`: whether there is a profile at all).
+    MissingRoles {
+        /// The roles, in the scenario's order.
+        roles: Vec<String>,
+        /// Whether a profile was read.
+        profile: bool,
+    },
+    /// The profile's kit lacks what the steps run (`what`: e.g. "`read` probes").
+    MissingKit {
+        /// The part of the kit, as the sentence names it.
+        what: String,
+        /// Whether a profile was read.
+        profile: bool,
+    },
+    /// `[kit.argument_order]` names no `positional`, which this placement needs.
+    NoPositional {
+        /// The placement.
+        placement: String,
+    },
+    /// The scenario selects instances and the profile says not how.
+    NoInstanceSelection,
+    /// The role's work ends before any budget could interrupt it.
+    TooFastToInterrupt {
+        /// The role.
+        role: String,
+        /// Its calibrated duration.
+        took_ms: u64,
+        /// The floor it is below.
+        floor_ms: u64,
+    },
+    /// No word of the role's argv names a file the scenario could change.
+    NoInputFile {
+        /// The role.
+        role: String,
+    },
+}
+
+impl SkipReason {
+    /// The roles a `MissingRoles` reason names (none for the other kinds).
+    pub fn missing_roles(&self) -> &[String] {
+        match self {
+            SkipReason::MissingRoles { roles, .. } => roles,
+            _ => &[],
+        }
+    }
+}
+
+impl fmt::Display for SkipReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SkipReason::MissingRoles { roles, profile } => {
+                let names = roles.iter().map(|r| format!("`{r}`")).collect::<Vec<_>>().join(", ");
+                let word = if roles.len() == 1 { "role" } else { "roles" };
+                match profile {
+                    true => write!(f, "profile names no {names} {word}"),
+                    false => write!(f, "no profile (conform.toml), so no {names} {word}"),
+                }
+            }
+            SkipReason::MissingKit { what, profile: true } => {
+                write!(f, "profile names no kit {what}")
+            }
+            SkipReason::MissingKit { what, profile: false } => {
+                write!(f, "no profile (conform.toml), so no kit {what}")
+            }
+            SkipReason::NoPositional { placement } => write!(
+                f,
+                "the profile's `[kit.argument_order]` names no `positional`, which placement `{placement}` needs"
+            ),
+            SkipReason::NoInstanceSelection => f.write_str(
+                "profile says not how to select an instance (`instance_env` / `instance_flag`)",
+            ),
+            SkipReason::TooFastToInterrupt { role, took_ms, floor_ms } => write!(
+                f,
+                "role `{role}` is too fast to interrupt: its work took {took_ms} ms with --budget 0, below {floor_ms} ms; give it more work"
+            ),
+            SkipReason::NoInputFile { role } => write!(
+                f,
+                "no word of role `{role}`'s argv names a file in the sandbox, so the scenario cannot change its input"
+            ),
+        }
+    }
+}
+
+impl Serialize for SkipReason {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
 /// The result of one scenario.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum Status {
     /// Every check held.
@@ -47,7 +140,7 @@ pub enum Status {
     /// Not run, for this reason (e.g. "profile names no `detach` role").
     Skip {
         /// Why the scenario could not run.
-        reason: String,
+        reason: SkipReason,
     },
     /// conform itself failed (could not spawn, could not create the sandbox, ...): no verdict
     /// about the tool.
@@ -443,7 +536,7 @@ pub enum BaselineMark {
 }
 
 /// The result of one scenario.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ScenarioResult {
     /// The scenario id, e.g. `budget-flag-beats-env`.
     pub id: String,

@@ -8,6 +8,7 @@
 //! A scenario needing a role the profile does not define is skipped with that reason, as is one
 //! that selects instances when the profile says not how.
 
+use crate::outcome::SkipReason;
 use crate::profile::Profile;
 use crate::scenario::{Catalogue, ProbeKind, Scenario};
 
@@ -17,7 +18,7 @@ pub struct Planned<'c> {
     /// The scenario.
     pub scenario: &'c Scenario,
     /// Why it will not run, when known before running.
-    pub skip: Option<String>,
+    pub skip: Option<SkipReason>,
 }
 
 /// A filter value that matches no scenario.
@@ -63,67 +64,38 @@ pub fn plan<'c>(
 }
 
 /// Why a scenario cannot run with this profile, if it cannot.
-pub fn static_skip(s: &Scenario, profile: &Profile) -> Option<String> {
-    let missing: Vec<&str> =
-        s.roles.iter().map(String::as_str).filter(|r| profile.role(r).is_none()).collect();
+pub fn static_skip(s: &Scenario, profile: &Profile) -> Option<SkipReason> {
+    let has_profile = profile.path.is_some();
+    let missing: Vec<String> =
+        s.roles.iter().filter(|r| profile.role(r).is_none()).cloned().collect();
     if !missing.is_empty() {
-        let names = missing.iter().map(|r| format!("`{r}`")).collect::<Vec<_>>().join(", ");
-        let role_word = if missing.len() == 1 { "role" } else { "roles" };
-        return Some(match profile.path {
-            Some(_) => format!("profile names no {names} {role_word}"),
-            None => format!("no profile (conform.toml), so no {names} {role_word}"),
-        });
+        return Some(SkipReason::MissingRoles { roles: missing, profile: has_profile });
     }
+    let no_kit =
+        |what: &str| SkipReason::MissingKit { what: what.to_owned(), profile: has_profile };
     for kind in s.probe_kinds() {
         if profile.probe_argvs(kind).is_empty() {
-            let kit = match kind {
-                ProbeKind::DestructivePreview => "`destructive` probes",
-                ProbeKind::StreamSignal => "`stream` probes with a `signal`",
-                other => return Some(no_kit(profile, &format!("`{}` probes", other.as_str()))),
-            };
-            return Some(no_kit(profile, kit));
+            return Some(match kind {
+                ProbeKind::DestructivePreview => no_kit("`destructive` probes"),
+                ProbeKind::StreamSignal => no_kit("`stream` probes with a `signal`"),
+                other => no_kit(&format!("`{}` probes", other.as_str())),
+            });
         }
     }
     let placements = s.placements();
     if !placements.is_empty() {
         match &profile.file.kit.argument_order {
-            None => return Some(no_kit(profile, "`argument_order`")),
+            None => return Some(no_kit("`argument_order`")),
             Some(order) if order.positional.is_none() => {
                 if let Some(p) = placements.iter().find(|p| p.needs_positional()) {
-                    return Some(format!(
-                        "the profile's `[kit.argument_order]` names no `positional`, which placement `{}` needs",
-                        p.as_str()
-                    ));
+                    return Some(SkipReason::NoPositional { placement: p.as_str().to_owned() });
                 }
             }
             Some(_) => {}
         }
     }
     if s.tags.iter().any(|t| t == "instance") && !profile.selects_instances() {
-        return Some(
-            "profile says not how to select an instance (`instance_env` / `instance_flag`)".into(),
-        );
+        return Some(SkipReason::NoInstanceSelection);
     }
     None
-}
-
-/// Why a scenario needing this part of the kit is skipped.
-fn no_kit(profile: &Profile, what: &str) -> String {
-    match profile.path {
-        Some(_) => format!("profile names no kit {what}"),
-        None => format!("no profile (conform.toml), so no kit {what}"),
-    }
-}
-
-/// The roles the plan's skipped scenarios miss (for the coverage section).
-pub fn roles_missing(planned: &[Planned<'_>], profile: &Profile) -> Vec<String> {
-    let mut roles: Vec<String> = planned
-        .iter()
-        .flat_map(|p| p.scenario.roles.iter())
-        .filter(|r| profile.role(r).is_none())
-        .cloned()
-        .collect();
-    roles.sort();
-    roles.dedup();
-    roles
 }

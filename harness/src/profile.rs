@@ -86,6 +86,17 @@ pub struct Roles {
     pub stalling: Option<Role>,
 }
 
+impl Role {
+    /// The role's standard input: its text, its kind, or closed.
+    pub fn stdin_mode(&self) -> crate::exec::StdinMode {
+        match (&self.stdin_text, self.stdin) {
+            (Some(text), _) => crate::exec::StdinMode::Bytes(text.clone().into_bytes()),
+            (None, Some(kind)) => kind.mode(),
+            (None, None) => crate::exec::StdinMode::Closed,
+        }
+    }
+}
+
 impl Roles {
     /// The defined roles by name.
     pub fn by_name(&self) -> BTreeMap<&'static str, &Role> {

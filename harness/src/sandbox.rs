@@ -260,7 +260,18 @@ impl Sandbox {
     /// Runs a setup command line (`sh -c`) in the sandbox, stdin closed, bounded by `timeout`.
     /// A non-zero exit, a signal or a timeout is [`SandboxError::SetupFailed`].
     pub fn run_setup(&self, command: &str, timeout: Duration) -> Result<Outcome, SandboxError> {
+        self.run_setup_with(command, &[], timeout)
+    }
+
+    /// [`Sandbox::run_setup`] with these variables added to the sandbox's environment.
+    pub fn run_setup_with(
+        &self,
+        command: &str,
+        env: &[(OsString, OsString)],
+        timeout: Duration,
+    ) -> Result<Outcome, SandboxError> {
         let mut invocation = self.invocation(Program::Shell(command.to_owned()));
+        invocation.env.extend(env.iter().cloned());
         invocation.timeout = timeout;
         let outcome = exec::run(&invocation)?;
         if outcome.termination == Termination::Exited(0) {

@@ -331,6 +331,18 @@ pub enum StdinKind {
     Pty,
 }
 
+impl StdinKind {
+    /// How the process driver wires it.
+    pub fn mode(self) -> crate::exec::StdinMode {
+        use crate::exec::StdinMode;
+        match self {
+            StdinKind::Closed => StdinMode::Closed,
+            StdinKind::Open => StdinMode::OpenPipe,
+            StdinKind::Pty => StdinMode::Pty,
+        }
+    }
+}
+
 /// A signal to the step's process group, `after` its start.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

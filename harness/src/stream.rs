@@ -21,8 +21,8 @@
 use serde_json::Value;
 
 use crate::exec::Termination;
-use crate::scenario::SchemaName;
 use crate::schemas;
+use crate::schemas::SchemaName;
 
 /// What one line of the stream is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -22,8 +22,6 @@ pub struct RunFacts<'a> {
     /// Catalogue scenarios that `--only` / `--skip` left out (a claim missing some of its
     /// scenarios is `incomplete`, never `pass`).
     pub unselected: &'a [Unselected],
-    /// Profile roles that were absent, so their scenarios were skipped.
-    pub roles_missing: &'a [String],
     /// Whether `--baseline` was given.
     pub baseline_in_use: bool,
     /// Wall-clock time of the run.
@@ -167,8 +165,19 @@ impl RunSummary {
     /// Summarizes a run's results, given what the run knew besides them (stale baseline entries
     /// are read from the results' [`BaselineMark`]s).
     pub fn compute(results: &[ScenarioResult], facts: &RunFacts<'_>) -> Self {
-        let RunFacts { unselected, roles_missing, baseline_in_use, duration_ms } = *facts;
-        let roles_missing = roles_missing.to_vec();
+        let RunFacts { unselected, baseline_in_use, duration_ms } = *facts;
+        // Coverage is read off the results: the roles whose absence skipped a scenario.
+        let roles_missing: Vec<String> = results
+            .iter()
+            .filter_map(|r| match &r.status {
+                Status::Skip { reason } => Some(reason.missing_roles()),
+                _ => None,
+            })
+            .flatten()
+            .cloned()
+            .collect::<std::collections::BTreeSet<String>>()
+            .into_iter()
+            .collect();
         let mut counts = Counts::default();
         let mut by_requirement: BTreeMap<&str, Vec<&ScenarioResult>> = BTreeMap::new();
         let mut by_level: BTreeMap<Obligation, Vec<&ScenarioResult>> = BTreeMap::new();
@@ -180,10 +189,10 @@ impl RunSummary {
             by_requirement.entry(&r.requirement).or_default().push(r);
             by_level.entry(r.level).or_default().push(r);
             if let Status::Skip { reason } = &r.status {
-                match skip_reasons.iter_mut().find(|g| &g.reason == reason) {
+                let reason = reason.to_string();
+                match skip_reasons.iter_mut().find(|g| g.reason == reason) {
                     Some(group) => group.scenarios.push(r.id.clone()),
-                    None => skip_reasons
-                        .push(SkipGroup { reason: reason.clone(), scenarios: vec![r.id.clone()] }),
+                    None => skip_reasons.push(SkipGroup { reason, scenarios: vec![r.id.clone()] }),
                 }
             }
             match &r.baseline {

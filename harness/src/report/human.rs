@@ -113,7 +113,7 @@ pub fn render(report: &RunReport, colour: bool) -> String {
         for r in group {
             let _ = write!(out, "  {} {:<6} {:<id_width$}", p.status(r), r.level.as_str(), r.id);
             let tail = match (&r.status, &r.baseline) {
-                (Status::Skip { reason }, _) => p.dim(reason),
+                (Status::Skip { reason }, _) => p.dim(&reason.to_string()),
                 (Status::Error { message }, _) => {
                     format!("{}  harness error: {message}", human_duration(r.duration_ms))
                 }

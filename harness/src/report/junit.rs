@@ -86,7 +86,7 @@ fn test_case(r: &ScenarioResult) -> TestCase {
         }
         (Status::Skip { reason }, _) => {
             let mut s = TestCaseStatus::skipped();
-            s.set_message(reason.as_str());
+            s.set_message(reason.to_string());
             s
         }
         (Status::Error { message }, _) => {

@@ -72,7 +72,10 @@ impl Collector {
     pub fn record(&mut self, event: &Event) -> Option<RunReport> {
         match event {
             Event::RunStarted(info) => self.info = Some(info.clone()),
-            Event::ScenarioStarted { .. } => {}
+            // The report is made of results; calibrations and setups show in their notes and errors.
+            Event::ScenarioStarted { .. }
+            | Event::Calibrated { .. }
+            | Event::SetupFailed { .. } => {}
             Event::ScenarioFinished(result) => self.results.push((**result).clone()),
             Event::RunFinished(summary) => {
                 let info = self.info.take().unwrap_or_else(|| RunInfo {

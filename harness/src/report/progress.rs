@@ -57,6 +57,17 @@ impl ProgressReporter {
         self.done
     }
 
+    /// A line about the run itself (a calibration, a failed setup), between scenario lines.
+    fn note(&mut self, line: &str) -> Result<(), ReportError> {
+        match &mut self.mode {
+            Mode::Lines { sink, .. } => sink.write_all(&format!("{line}\n")),
+            Mode::Bar(bar) => {
+                bar.println(line);
+                Ok(())
+            }
+        }
+    }
+
     fn line(&self, r: &ScenarioResult, colour: bool) -> String {
         let width = self.total.max(self.done).to_string().len();
         let word = format!("{:<6}", r.display_status());
@@ -68,7 +79,7 @@ impl ProgressReporter {
             (Status::Fail | Status::Error { .. }, true) => format!("\x1b[1;31m{word}\x1b[0m"),
         };
         let tail = match &r.status {
-            Status::Skip { reason } => reason.clone(),
+            Status::Skip { reason } => reason.to_string(),
             _ => human_duration(r.duration_ms),
         };
         format!(
@@ -104,6 +115,16 @@ impl Reporter for ProgressReporter {
                     bar.set_message(id.clone());
                 }
                 Ok(())
+            }
+            Event::Calibrated { role, outcome } => {
+                let line = match outcome {
+                    Ok(ms) => format!("conform: calibrated role `{role}`: {ms} ms with --budget 0"),
+                    Err(e) => format!("conform: calibration of role `{role}` failed: {e}"),
+                };
+                self.note(&line)
+            }
+            Event::SetupFailed { id, error } => {
+                self.note(&format!("conform: {id}: failed to prepare the sandbox: {error}"))
             }
             Event::ScenarioFinished(r) => {
                 self.done += 1;

@@ -4,7 +4,7 @@
 use conform::levels::{
     Claim, ClaimVerdict, KIT_CHECKS, KitStatus, Unselected, kit_checks, spec_level, verdicts,
 };
-use conform::outcome::{BaselineMark, ScenarioResult, Status};
+use conform::outcome::{BaselineMark, ScenarioResult, SkipReason, Status};
 use conform::scenario::Catalogue;
 use conform::scenario::Obligation;
 use conform::summary::{RunFacts, RunSummary};
@@ -76,7 +76,9 @@ fn kit_checks_read_like_the_kit_pass_fail_or_skip() {
     };
     // One scenario of four skipped: the check did not fully run.
     let at = results.iter().position(|r| r.id == "conflicting-repeats-are-arg-errors").unwrap();
-    results[at].status = Status::Skip { reason: "profile names no argument_order".into() };
+    results[at].status = Status::Skip {
+        reason: SkipReason::MissingKit { what: "`argument_order`".into(), profile: true },
+    };
     assert_eq!(status(&results, "argument_order"), KitStatus::Skip);
     // A failure wins over a skip, and one the baseline expected still fails the kit's check.
     let other = results.iter().position(|r| r.id == "options-after-positionals-take-effect");
@@ -146,7 +148,9 @@ fn a_failure_fails_its_level_and_every_level_above_only() {
 #[test]
 fn a_skip_or_a_harness_error_leaves_a_claim_incomplete_and_a_failure_still_wins() {
     let mut results = all_levels_pass();
-    results[0].status = Status::Skip { reason: "profile names no kit `read` probes".into() };
+    results[0].status = Status::Skip {
+        reason: SkipReason::MissingKit { what: "`read` probes".into(), profile: true },
+    };
     results[2].status = Status::Error { message: "sandbox".into() };
     let all = verdicts(&results, &[]);
     assert_eq!(claim(&all, "level-1").verdict, Claim::Incomplete);
@@ -169,7 +173,7 @@ fn should_and_may_scenarios_and_expected_failures_never_fail_a_claim() {
         "optional",
         "REQ-F-009",
         Obligation::May,
-        Status::Skip { reason: "x".into() },
+        Status::Skip { reason: SkipReason::NoInstanceSelection },
     ));
     assert!(
         verdicts(&results, &[])

@@ -8,6 +8,7 @@ mod engine;
 mod exec;
 mod hostile;
 mod kit_fixtures;
+mod layers;
 mod levels;
 mod ordering_streams;
 mod profile;

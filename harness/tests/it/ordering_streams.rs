@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use conform::outcome::{ScenarioResult, Status};
+use conform::outcome::{ScenarioResult, SkipReason, Status};
 use conform::plan::static_skip;
 use conform::profile::Profile;
 use conform::run::Engine;
@@ -164,10 +164,13 @@ fn a_missing_argument_order_or_positional_skips_with_the_reason() {
     let scenario = parse_scenario("REQ-F-079/x.toml", ORDER_SCENARIO).unwrap();
     let (_dir, without) = profile("", "");
     let reason = static_skip(&scenario, &without).unwrap();
-    assert!(reason.contains("argument_order"), "{reason}");
+    let what = "`argument_order`".to_owned();
+    assert_eq!(reason, SkipReason::MissingKit { what, profile: true });
     let (_dir, no_positional) = profile(&ORDER_PROFILE.replace("positional = \"site\"\n", ""), "");
     let reason = static_skip(&scenario, &no_positional).unwrap();
-    assert!(reason.contains("positional") && reason.contains("positional-then-local"), "{reason}");
+    let placement = "positional-then-local".to_owned();
+    assert_eq!(reason, SkipReason::NoPositional { placement });
+    assert!(reason.to_string().contains("names no `positional`"), "{reason}");
 }
 
 const STREAM_PROFILE: &str = r#"
@@ -292,7 +295,7 @@ fn a_profile_without_signalled_streams_skips_the_signal_scenario() {
     let scenario = parse_scenario("REQ-O-004/z.toml", SIGINT_SCENARIO).unwrap();
     let (_dir, p) = profile(&STREAM_PROFILE.replace("signal = \"INT\"\nafter_lines = 3\n", ""), "");
     let reason = static_skip(&scenario, &p).unwrap();
-    assert!(reason.contains("`stream` probes with a `signal`"), "{reason}");
+    assert!(reason.to_string().contains("`stream` probes with a `signal`"), "{reason}");
 }
 
 #[test]

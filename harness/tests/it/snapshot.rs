@@ -1,7 +1,7 @@
 //! Snapshots: normalized envelopes are stored per scenario and step, drift is a finding with a
 //! diff, `--update` rewrites, a missing snapshot is reported (written only with `--update`).
 
-use conform::outcome::Status;
+use conform::outcome::{SkipReason, Status};
 use conform::redact::Redactor;
 use conform::scenario::Obligation;
 use conform::snapshot::{Comparison, SnapshotStore, file_safe, snapshot_text, sort_keys};
@@ -102,7 +102,12 @@ fn a_missing_snapshot_without_update_is_a_finding_and_writes_nothing() {
 fn skipped_scenarios_and_steps_without_json_are_left_alone() {
     let dir = tempfile::tempdir().unwrap();
     let store = SnapshotStore::open(dir.path(), true).unwrap();
-    let mut skipped = result("s", "R", Obligation::Must, Status::Skip { reason: "no role".into() });
+    let mut skipped = result(
+        "s",
+        "R",
+        Obligation::Must,
+        Status::Skip { reason: SkipReason::NoInstanceSelection },
+    );
     skipped.steps = vec![step("run", &["t"], 0, Some(json!({"a": 1})))];
     store.apply(&mut skipped, &Redactor::new()).unwrap();
     let mut no_json = result("n", "R", Obligation::Must, Status::Pass);

@@ -1,0 +1,300 @@
+//! Running the tool: a role's invocation, a kit probe, an argument-order placement, a stream
+//! probe; `count` copies at once, with the step's budget, timeout, instance and stdin.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::killpg;
+use nix::unistd::Pid;
+
+use super::{DEFAULT_STEP_LIMIT, ScenarioState};
+use crate::checks::Resolve;
+use crate::exec::{self, Invocation, Program, StdinMode, Termination};
+use crate::outcome::{Finding, millis};
+use crate::scenario::{ProbeKind, RunStep, signal_by_name};
+
+/// How one invocation of a run step starts, beside what the step itself says.
+#[derive(Debug, Default)]
+struct Launch {
+    /// Arguments between the tool and the step's `args` (a role's, a probe's, a placement's).
+    prefix: Vec<String>,
+    /// Numbers the observations of a step of several probes.
+    rank: Option<usize>,
+    /// The invocation comes from the profile's kit (a probe or the argument order): it may
+    /// write, and runs under the kit's timeout.
+    from_kit: bool,
+    /// A stream probe's deadline, instead of any other limit.
+    deadline: Option<Duration>,
+    /// A stream probe's signal after so many lines.
+    line_signal: Option<exec::LineSignal>,
+}
+
+/// How a duration goes into `--budget` / `--timeout`: `0`, or milliseconds with their unit.
+fn duration_arg(d: Duration) -> String {
+    match millis(d) {
+        0 => "0".to_owned(),
+        ms => format!("{ms}ms"),
+    }
+}
+
+impl ScenarioState<'_> {
+    pub(super) fn run_tool(&mut self, r: &RunStep) -> Result<Vec<Finding>, String> {
+        let profile = &self.subject.profile;
+        if let Some(placement) = r.order {
+            let order = profile.file.kit.argument_order.as_ref();
+            let order = order.ok_or("the profile has no `[kit.argument_order]`")?;
+            let prefix = order.argv(placement).ok_or_else(|| {
+                format!("placement `{}` needs the profile's `positional`", placement.as_str())
+            })?;
+            let launch = Launch { prefix, from_kit: true, ..Launch::default() };
+            let indices = self.invoke(r, launch)?;
+            return Ok(self.judge(&r.name, &r.expect, &indices));
+        }
+        let Some(kind) = r.probe else {
+            let prefix = match &r.role {
+                Some(name) => {
+                    let role = profile.role(name);
+                    role.ok_or_else(|| format!("no role `{name}`"))?.argv.clone()
+                }
+                None => Vec::new(),
+            };
+            let indices = self.invoke(r, Launch { prefix, ..Launch::default() })?;
+            return Ok(self.judge(&r.name, &r.expect, &indices));
+        };
+        if matches!(kind, ProbeKind::Stream | ProbeKind::StreamSignal) {
+            return self.run_streams(r, kind);
+        }
+        let probes = profile.probe_argvs(kind);
+        if probes.is_empty() {
+            return Err(format!("the profile names no kit `{}` probes", kind.as_str()));
+        }
+        let mut indices = Vec::new();
+        for (n, prefix) in probes.into_iter().enumerate() {
+            let launch = Launch { prefix, rank: Some(n + 1), from_kit: true, ..Launch::default() };
+            indices.extend(self.invoke(r, launch)?);
+        }
+        Ok(self.judge(&r.name, &r.expect, &indices))
+    }
+
+    /// A step of stream probes: each read line by line, signalled after its `after_lines`
+    /// when it declares a signal, killed at its deadline; the response of each is its terminal
+    /// line.
+    fn run_streams(&mut self, r: &RunStep, kind: ProbeKind) -> Result<Vec<Finding>, String> {
+        let subject = self.subject;
+        let probes = subject.profile.stream_probes(kind);
+        if probes.is_empty() {
+            return Err(format!("the profile names no kit `{}` probes", kind.as_str()));
+        }
+        let mut indices = Vec::new();
+        let mut findings = Vec::new();
+        for (n, probe) in probes.into_iter().enumerate() {
+            let deadline = probe
+                .deadline_seconds
+                .or(subject.profile.file.kit.timeout_seconds)
+                .map_or(DEFAULT_STEP_LIMIT, Duration::from_secs_f64);
+            let line_signal = match (&probe.signal, probe.after_lines) {
+                (Some(name), Some(after_lines)) => {
+                    Some(exec::LineSignal { after_lines, signal: signal_by_name(name)? })
+                }
+                _ => None,
+            };
+            let launch = Launch {
+                prefix: probe.argv.clone(),
+                rank: Some(n + 1),
+                from_kit: true,
+                deadline: Some(deadline),
+                line_signal,
+            };
+            let step_indices = self.invoke(r, launch)?;
+            for &i in &step_indices {
+                let obs = &self.observations[i];
+                let at = obs.record.name.clone();
+                // A signal never sent is the SIGINT scenario's failure; the stream itself may
+                // still keep the contract (the kit judges it so too).
+                if let Some(ls) = line_signal
+                    && r.probe == Some(ProbeKind::StreamSignal)
+                    && obs.outcome.line_signal_sent_after.is_none()
+                {
+                    let signal = probe.signal.as_deref().unwrap_or("INT");
+                    let lines = obs.outcome.stdout_lines;
+                    let how = if obs.outcome.termination == Termination::TimedOut {
+                        format!("only {lines} of {} lines came before the deadline", ls.after_lines)
+                    } else {
+                        format!(
+                            "the stream ended after {lines} lines, before the {} that trigger it",
+                            ls.after_lines
+                        )
+                    };
+                    findings.push(
+                        Finding::new("stream-signal", format!("SIG{signal} was never sent: {how}"))
+                            .expected(format!(
+                                "at least {} lines, then SIG{signal}",
+                                ls.after_lines
+                            ))
+                            .actual(format!("{lines} lines, {}", obs.record.ended))
+                            .at_step(at.clone()),
+                    );
+                }
+                if obs.outcome.termination == Termination::TimedOut {
+                    findings.push(
+                        Finding::new(
+                            "stream-deadline",
+                            format!(
+                                "the stream was still running at its deadline of {} ms and its process group was killed",
+                                millis(deadline)
+                            ),
+                        )
+                        .expected("the stream ends by itself before its deadline")
+                        .actual(format!("{} lines, then killed", obs.outcome.stdout_lines))
+                        .at_step(at),
+                    );
+                }
+            }
+            indices.extend(step_indices);
+        }
+        // The deadline has its own finding: the generic timeout would only repeat it.
+        findings.extend(
+            self.judge(&r.name, &r.expect, &indices).into_iter().filter(|f| f.check != "timeout"),
+        );
+        Ok(findings)
+    }
+
+    /// Runs `TOOL <prefix> <args> [flags]` (`count` copies at once) and records each copy;
+    /// `probe` numbers the observations of a probe step.
+    fn invoke(&mut self, r: &RunStep, launch: Launch) -> Result<Vec<usize>, String> {
+        let subject = self.subject;
+        let role = match &r.role {
+            Some(name) => {
+                Some(subject.profile.role(name).ok_or_else(|| format!("no role `{name}`"))?)
+            }
+            None => None,
+        };
+        let args: Vec<String> = r.args.iter().map(|a| self.text(a)).collect::<Result<_, _>>()?;
+        // The job built-ins only touch jobs this scenario started in its own sandbox; any other
+        // writing command must come from the profile (a role or a kit probe).
+        if role.is_none()
+            && !launch.from_kit
+            && let Some((path, info)) = subject.commands.command_for_args(&args)
+            && info.writes()
+            && !path.starts_with("job.")
+        {
+            return Err(format!(
+                "refusing to run `{path}`: it is {} and the profile did not name it in a role",
+                info.danger_level
+            ));
+        }
+        let tool = match &r.tool_dir {
+            Some(dir) => self.tool_link(dir)?,
+            None => subject.tool.path.clone(),
+        };
+        let mut argv: Vec<String> = subject.tool.argv_at(&tool);
+        argv.extend(launch.prefix.iter().cloned());
+        argv.extend(args);
+        let mut env = self.base_env.clone();
+        if let Some(role) = role {
+            for (k, v) in &role.env {
+                env.insert(k.into(), v.into());
+            }
+        }
+        if let Some(instance) = &r.instance {
+            let tool = &subject.profile.file.tool;
+            if let Some(flag) = &tool.instance_flag {
+                argv.extend([flag.clone(), instance.clone()]);
+            } else if let Some(var) = &tool.instance_env {
+                env.insert(var.into(), instance.into());
+            }
+        }
+        if let Some(b) = &r.budget {
+            argv.extend(["--budget".to_owned(), duration_arg(self.duration(b)?)]);
+        }
+        if let Some(t) = &r.timeout {
+            argv.extend(["--timeout".to_owned(), duration_arg(self.duration(t)?)]);
+        }
+        for (k, v) in &r.env {
+            env.insert(k.into(), self.text(v)?.into());
+        }
+        for k in &r.env_remove {
+            env.remove(&OsString::from(k));
+        }
+        let stdin = match (&r.stdin_text, r.stdin, role) {
+            (Some(t), _, _) => StdinMode::Bytes(self.text(t)?.into_bytes()),
+            (None, Some(kind), _) => kind.mode(),
+            (None, None, Some(role)) => role.stdin_mode(),
+            (None, None, None) => StdinMode::Closed,
+        };
+        let mut inv = Invocation::new(
+            Program::Argv(argv.iter().map(OsString::from).collect()),
+            env.clone(),
+            self.work.clone(),
+        );
+        inv.stdin = stdin;
+        // A kit probe runs under the kit's limit when the profile sets one: a run still going
+        // then is a hang, killed and failed, as the kit does.
+        inv.timeout =
+            match (launch.deadline, launch.from_kit, subject.profile.file.kit.timeout_seconds) {
+                (Some(deadline), _, _) => deadline,
+                (None, true, Some(seconds)) => Duration::from_secs_f64(seconds),
+                _ => self.limit(r.limit.as_deref())?,
+            };
+        let kill = match &r.kill_group {
+            Some(k) => Some((
+                self.duration(&k.after)?,
+                signal_by_name(k.signal.as_deref().unwrap_or("TERM"))?,
+            )),
+            None => None,
+        };
+        self.step_env.insert(r.name.clone(), env);
+        self.step_role.insert(r.name.clone(), r.role.clone());
+        self.current_role = r.role.clone();
+
+        let count = r.count.unwrap_or(1) as usize;
+        let start = Instant::now();
+        crate::interrupt::gate()?;
+        let mut running = Vec::with_capacity(count);
+        for _ in 0..count {
+            let run = match launch.line_signal {
+                Some(ls) => exec::spawn_watched(&inv, exec::Graces::default(), ls),
+                None => exec::spawn(&inv),
+            };
+            running.push(run.map_err(|e| e.to_string())?);
+        }
+        if let Some((after, signal)) = kill {
+            std::thread::sleep(after.saturating_sub(start.elapsed()));
+            for run in &running {
+                // The group outlives its leader while any member (a worker that did not leave
+                // the caller's process group) is alive, so signal the group id directly.
+                let _ = killpg(Pid::from_raw(run.pid() as i32), signal);
+            }
+        }
+        let mut indices = Vec::with_capacity(count);
+        for (n, run) in running.into_iter().enumerate() {
+            let outcome = run.wait().map_err(|e| e.to_string())?;
+            let name = match (launch.rank, count) {
+                (None, 1) => r.name.clone(),
+                (None, _) => format!("{}#{}", r.name, n + 1),
+                (Some(p), 1) => format!("{}#{p}", r.name),
+                (Some(p), _) => format!("{}#{p}.{}", r.name, n + 1),
+            };
+            let i = self.record(&r.name, name, &inv, outcome);
+            if launch.line_signal.is_some() || launch.deadline.is_some() {
+                self.take_stream_response(i);
+            }
+            indices.push(i);
+        }
+        Ok(indices)
+    }
+
+    /// A symbolic link to the tool, under its own name, in `dir` inside the sandbox.
+    fn tool_link(&self, dir: &str) -> Result<PathBuf, String> {
+        let name = self.subject.tool.path.file_name().ok_or("the tool path has no file name")?;
+        let dir = self.sandbox_root.join(dir);
+        let link = dir.join(name);
+        if !link.exists() {
+            std::fs::create_dir_all(&dir)
+                .and_then(|()| std::os::unix::fs::symlink(&self.subject.tool.path, &link))
+                .map_err(|e| format!("failed to link the tool into {}: {e}", dir.display()))?;
+        }
+        Ok(link)
+    }
+}

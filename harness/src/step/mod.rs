@@ -1,0 +1,339 @@
+//! Stage: step. The interpreter of a scenario's steps: each step runs the tool (or a
+//! continuation, a cancel, a signal, a shell line) in the scenario's sandbox, records what it
+//! saw as an [`Observation`], resolves what the step's `expect` table refers to (templates,
+//! duration expressions, calibrated values, earlier steps) and hands that to [`crate::checks`].
+//!
+//! A scenario stops at its first step with a finding: later steps build on earlier ones and
+//! would only repeat the news. After the steps, passed or not, [`cleanup`] cancels every job
+//! the scenario saw, so the sandbox sweep that follows shows only true leaks.
+//!
+//! It is its own stage, between the sandbox and the checks, so that the engine only schedules
+//! and the checks only judge.
+
+mod cleanup;
+mod continuation;
+mod invoke;
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use nix::unistd::Pid;
+use serde_json::Value;
+
+use crate::calibrate::{Calibration, SLACK};
+use crate::checks::{self, Observation, Resolve};
+use crate::discover::Subject;
+use crate::exec::{self, Invocation, Program, Termination};
+use crate::outcome::{Finding, Repro, StepRecord, millis};
+use crate::prepare::SETUP_LIMIT;
+use crate::sandbox::{self, Sandbox};
+use crate::scenario::{
+    CONSTANT_SLACK, Expect, Scenario, ShellCommandStep, Step, Var, eval_duration, signal_by_name,
+    walk_template,
+};
+
+/// Default bound on a step without calibration.
+pub const DEFAULT_STEP_LIMIT: Duration = Duration::from_secs(30);
+/// The tool's exit code INCOMPLETE (CONTRACT §1): the work goes on, run `continue_command`.
+pub const INCOMPLETE: i32 = 14;
+/// Default hop limit of a continue loop.
+pub const DEFAULT_MAX_HOPS: u32 = 100;
+
+/// What the steps of a scenario came to.
+#[derive(Debug, Default)]
+pub struct StepsOutcome {
+    /// The findings of the step that failed (none when every step passed) and of the clean-up.
+    pub findings: Vec<Finding>,
+    /// A fault of conform itself, naming the step.
+    pub harness_error: Option<String>,
+    /// Every process the scenario ran, in order.
+    pub records: Vec<StepRecord>,
+}
+
+/// Runs the scenario's steps in the prepared sandbox, then cancels every job they saw.
+pub fn run_steps(
+    subject: &Subject,
+    scenario: &Scenario,
+    sandbox: &Sandbox,
+    calibration: Option<Arc<Calibration>>,
+    input: Option<String>,
+) -> StepsOutcome {
+    let mut state = ScenarioState {
+        subject,
+        input,
+        scenario,
+        sandbox_root: sandbox.root().to_path_buf(),
+        work: sandbox.work(),
+        base_env: sandbox.env(),
+        marker: sandbox.marker().to_owned(),
+        calibration,
+        observations: Vec::new(),
+        last: BTreeMap::new(),
+        step_observations: BTreeMap::new(),
+        step_env: BTreeMap::new(),
+        step_role: BTreeMap::new(),
+        current_role: None,
+    };
+    let mut outcome = StepsOutcome::default();
+    for step in &scenario.steps {
+        match state.run_step(step) {
+            Ok(step_findings) => {
+                let failed = !step_findings.is_empty();
+                outcome.findings.extend(step_findings);
+                if failed {
+                    break;
+                }
+            }
+            Err(e) => {
+                outcome.harness_error = Some(format!("step `{}`: {e}", step.name()));
+                break;
+            }
+        }
+    }
+    outcome.findings.extend(state.clean_up());
+    outcome.records = state.observations.iter().map(|o| o.record.clone()).collect();
+    outcome
+}
+
+/// The state of one scenario's steps: what they saw so far, and where they run.
+pub struct ScenarioState<'e> {
+    subject: &'e Subject,
+    /// `{input}`: the primary role's input file, when the scenario uses it.
+    input: Option<String>,
+    scenario: &'e Scenario,
+    sandbox_root: PathBuf,
+    work: PathBuf,
+    base_env: BTreeMap<OsString, OsString>,
+    marker: String,
+    calibration: Option<Arc<Calibration>>,
+    observations: Vec<Observation>,
+    /// Index in `observations` of each step's last observation.
+    last: BTreeMap<String, usize>,
+    /// Indices in `observations` of every observation of each step, in order.
+    step_observations: BTreeMap<String, Vec<usize>>,
+    /// The environment each run/continue step ran with (a continuation inherits it).
+    step_env: BTreeMap<String, BTreeMap<OsString, OsString>>,
+    /// The role each step ran (a continuation's is its origin's).
+    step_role: BTreeMap<String, Option<String>>,
+    /// The role of the step being checked.
+    current_role: Option<String>,
+}
+
+impl Resolve for ScenarioState<'_> {
+    fn duration(&self, expr: &str) -> Result<Duration, String> {
+        eval_duration(expr, |name| match name {
+            CONSTANT_SLACK => Some(SLACK),
+            _ => self.calibration.as_ref().and_then(|c| c.var(name)),
+        })
+    }
+
+    fn text(&self, template: &str) -> Result<String, String> {
+        walk_template(template, |var| self.var_text(var))
+    }
+
+    fn last_of(&self, step: &str) -> Option<&Observation> {
+        self.last.get(step).and_then(|&i| self.observations.get(i))
+    }
+
+    fn history(&self) -> &[Observation] {
+        &self.observations
+    }
+
+    fn shell_words(&self, line: &str) -> Result<Vec<String>, String> {
+        // `eval "set -- $1"` makes sh split (and expand) the line exactly as `sh -c` would,
+        // without running it; the words come back NUL-separated.
+        let script = "eval \"set -- $1\" && printf '%s\\0' \"$@\"";
+        let argv = [exec::SHELL, "-c", script, "sh", line].map(OsString::from).to_vec();
+        let mut inv =
+            Invocation::new(Program::Argv(argv), self.base_env.clone(), self.work.clone());
+        inv.timeout = Duration::from_secs(10);
+        crate::interrupt::gate()?;
+        let outcome = exec::run(&inv).map_err(|e| e.to_string())?;
+        if outcome.termination != Termination::Exited(0) {
+            return Err(format!(
+                "sh could not split `{line}` into words: {}",
+                String::from_utf8_lossy(&outcome.stderr.bytes).trim()
+            ));
+        }
+        let text = String::from_utf8_lossy(&outcome.stdout.bytes).into_owned();
+        Ok(text.split_terminator('\0').map(str::to_owned).collect())
+    }
+
+    fn calibrated(&self) -> Result<(&Value, &Path), String> {
+        let role = self.current_role.as_deref().or(self.scenario.primary_role());
+        match (&self.calibration, role) {
+            (Some(c), Some(r)) if c.role == r => Ok((&c.response, c.sandbox_root.as_path())),
+            (Some(_), Some(r)) => {
+                // A scenario compares with its primary role only; another role's calibration is
+                // computed on demand.
+                Err(format!(
+                    "no calibration of role `{r}` in this scenario (only its first role is calibrated)"
+                ))
+            }
+            _ => Err("the scenario has no calibrated role".into()),
+        }
+    }
+}
+
+impl ScenarioState<'_> {
+    fn var_text(&self, var: &Var) -> Option<String> {
+        match var {
+            Var::Calibration(name) if name == CONSTANT_SLACK => Some(millis(SLACK).to_string()),
+            Var::Calibration(name) => {
+                self.calibration.as_ref()?.var(name).map(|d| millis(d).to_string())
+            }
+            Var::Builtin(name) => Some(match name.as_str() {
+                "sandbox" => self.sandbox_root.display().to_string(),
+                "work" => self.work.display().to_string(),
+                "tool" => self.subject.tool.path.display().to_string(),
+                "input" => self.input.clone()?,
+                _ => return None,
+            }),
+            Var::StepValue { step, pointer } => {
+                let v = self.last_of(step)?.response()?.pointer(pointer)?;
+                Some(match v {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                })
+            }
+        }
+    }
+
+    fn record(
+        &mut self,
+        step: &str,
+        name: String,
+        inv: &Invocation,
+        outcome: exec::Outcome,
+    ) -> usize {
+        let json = checks::parse_stdout(&outcome);
+        let repro = Repro::from_invocation(inv, &self.base_env);
+        let record = StepRecord::from_exec(name, repro, &outcome, json.as_ref().ok().cloned());
+        self.observations.push(Observation {
+            record,
+            outcome,
+            json,
+            sandbox_root: self.sandbox_root.clone(),
+        });
+        let i = self.observations.len() - 1;
+        self.last.insert(step.to_owned(), i);
+        self.step_observations.entry(step.to_owned()).or_default().push(i);
+        i
+    }
+
+    /// A stream's response is its terminal line, not stdout as one document.
+    fn take_stream_response(&mut self, i: usize) {
+        let obs = &mut self.observations[i];
+        let parsed = crate::stream::parse(&obs.outcome.stdout.bytes);
+        obs.json = match parsed.terminal {
+            Some((_, terminal)) => Ok(terminal),
+            None => Err(checks::StdoutProblem::NoStreamTerminal),
+        };
+        obs.record.envelope = obs.json.as_ref().ok().cloned();
+    }
+
+    fn limit(&self, expr: Option<&str>) -> Result<Duration, String> {
+        match expr {
+            Some(e) => self.duration(e),
+            None => Ok(match &self.calibration {
+                Some(c) => (c.duration * 3 + Duration::from_secs(30)).max(DEFAULT_STEP_LIMIT),
+                None => DEFAULT_STEP_LIMIT,
+            }),
+        }
+    }
+
+    /// Runs one step; `Ok(findings)` (empty when it passed), `Err` for a harness fault.
+    fn run_step(&mut self, step: &Step) -> Result<Vec<Finding>, String> {
+        match step {
+            Step::Run(r) => self.run_tool(r),
+            Step::Continue(c) => self.run_continue(c),
+            Step::Cancel(c) => self.run_cancel(c),
+            Step::KillWorker(k) => {
+                let signal = signal_by_name(k.signal.as_deref().unwrap_or("KILL"))?;
+                let found = sandbox::scan(&self.marker);
+                if found.is_empty() {
+                    return Ok(vec![
+                        Finding::new(
+                            "kill-worker",
+                            "no detached worker carrying the sandbox marker was found",
+                        )
+                        .expected("a background worker process running the job")
+                        .actual("no marked process")
+                        .at_step(k.name.clone()),
+                    ]);
+                }
+                for p in &found {
+                    let _ = nix::sys::signal::kill(Pid::from_raw(p.pid as i32), signal);
+                }
+                // Let the kill land before the next step looks at the job.
+                std::thread::sleep(Duration::from_millis(200));
+                Ok(Vec::new())
+            }
+            Step::Sleep(s) => {
+                std::thread::sleep(self.duration(&s.duration)?);
+                Ok(Vec::new())
+            }
+            Step::Shell(s) => self.run_shell(s),
+        }
+    }
+
+    /// `action = "shell"`: the command line with `sh -c` in the working directory, with the
+    /// sandbox's environment; it must exit 0.
+    fn run_shell(&mut self, s: &ShellCommandStep) -> Result<Vec<Finding>, String> {
+        let line = self.text(&s.command)?;
+        let mut inv =
+            Invocation::new(Program::Shell(line.clone()), self.base_env.clone(), self.work.clone());
+        inv.timeout = SETUP_LIMIT;
+        crate::interrupt::gate()?;
+        let outcome = exec::run(&inv).map_err(|e| e.to_string())?;
+        if outcome.termination == Termination::Exited(0) {
+            return Ok(Vec::new());
+        }
+        Ok(vec![
+            Finding::new("shell", format!("the command line `{line}` failed"))
+                .expected("exit 0")
+                .actual(format!(
+                    "{:?}: {}",
+                    outcome.termination,
+                    String::from_utf8_lossy(&outcome.stderr.bytes).trim()
+                ))
+                .at_step(s.name.clone()),
+        ])
+    }
+
+    fn judge(&self, step: &str, expect: &Expect, indices: &[usize]) -> Vec<Finding> {
+        let mut findings = Vec::new();
+        // A step of several probes or copies compared with a step of as many: each with the
+        // one of the same rank (the same probe), not all with that step's last.
+        let paired = expect.same_response_as.as_ref().and_then(|other| {
+            let theirs = self.step_observations.get(other)?;
+            (indices.len() > 1 && theirs.len() == indices.len()).then_some((other, theirs))
+        });
+        let unpaired;
+        let expect_one = match paired {
+            Some(_) => {
+                unpaired = Expect { same_response_as: None, ..expect.clone() };
+                &unpaired
+            }
+            None => expect,
+        };
+        for (rank, &i) in indices.iter().enumerate() {
+            let obs = &self.observations[i];
+            findings.extend(checks::check_one(expect_one, obs, self));
+            if let Some((other, theirs)) = paired {
+                let theirs = theirs.get(rank).and_then(|&t| self.observations.get(t));
+                let finding = match obs.response() {
+                    Some(response) => checks::same_response(obs, response, other, theirs),
+                    None => Some(Finding::new("same-response", "no JSON response to compare")),
+                };
+                findings.extend(finding.map(|f| f.at_step(obs.record.name.clone())));
+            }
+        }
+        let all: Vec<&Observation> = indices.iter().map(|&i| &self.observations[i]).collect();
+        findings.extend(checks::check_all(expect, step, &all));
+        findings
+    }
+}
