@@ -37,25 +37,42 @@
 //!
 //! ## How a run goes (one module per stage)
 //!
-//! 1. [`discover`]: `TOOL manifest` (or the profile's `[kit] manifest` arguments) once, accepted bare or wrapped in an envelope; it tells
-//!    which commands are interruptible and which write. conform refuses to run a mutating or
-//!    destructive command that the profile does not name in a role (the `job` built-ins
-//!    aside: they only touch jobs the scenario started in its own sandbox).
-//! 2. [`scenario`] and [`plan`]: the catalogue compiled into the binary, filtered; scenarios
-//!    whose roles the profile lacks are skipped with the reason.
-//! 3. [`calibrate`]: each role a scenario needs runs once with `--budget 0` (plainly, when its
+//! Each stage is one module holding that stage's logic, and uses only the modules below it
+//! (a test, `harness/tests/it/layers.rs`, reads every `crate::` reference and forbids upward
+//! ones): foundations first, then the stages in the order a run meets them.
+//!
+//! - Foundations: [`exec`] (the process driver: bounded, captured, killed as a group),
+//!   [`embedded`] (the catalogue and schemas compiled in), [`schemas`], [`scenario`] (the
+//!   catalogue's model, with each criterion's [`scenario::Obligation`]: must, should, may),
+//!   [`outcome`] (results as data: findings, evidence, [`outcome::SkipReason`]), [`tool`] (the
+//!   tool invocation: program and leading arguments), [`stream`] (the JSONL judge), [`profile`].
+//! 1. [`sandbox`] and [`prepare`]: each scenario gets a temporary HOME, XDG dirs and TMPDIR and a
+//!    marker variable ([`sandbox`]); [`prepare`] fills it from the profile (`[tool] env`, the
+//!    roles' and kit probes' fixtures and setup lines, by one mechanism) and registers it with
+//!    [`interrupt`] so a Ctrl-C removes it.
+//! 2. [`discover`]: `TOOL manifest` (or the profile's `[kit] manifest` arguments) once, accepted
+//!    bare or wrapped in an envelope, for `run` and `init` alike; it tells which commands are
+//!    interruptible and which write. conform refuses to run a mutating or destructive command
+//!    that the profile does not name in a role (the `job` built-ins aside: they only touch jobs
+//!    the scenario started in its own sandbox).
+//! 3. [`plan`]: the catalogue, filtered; scenarios whose roles or kit probes the profile lacks
+//!    are skipped with a typed reason.
+//! 4. [`calibrate`]: each role a scenario needs runs once with `--budget 0` (plainly, when its
 //!    command declares no interruption); its duration D and response are cached for the run
-//!    (computed once, also with `-j`). A calibration that does not exit 0 with a JSON response
-//!    is a harness error of the scenarios needing it: the profile's role is not usable.
-//! 4. [`run`]: each scenario in its own [`sandbox`] (a temporary HOME, XDG dirs and TMPDIR, a
-//!    marker variable, the role's fixtures and setup), steps through [`exec`], judged by
-//!    [`checks`]; afterwards every job seen is cancelled and the sandbox swept: a process still
-//!    carrying the marker is a `leaked-process` finding.
-//! 5. [`outcome`], [`event`], [`report`]: results as data, one event stream, several
-//!    reporters; [`baseline`] and [`snapshot`] mark results before they are reported;
-//!    [`redact`] normalizes responses for every comparison.
-//! 6. [`levels`]: every report ends with the spec's conformance levels and §79 as claims,
-//!    each `pass`, `fail` or `incomplete`.
+//!    (computed once, also with `-j`, and announced as an event). A calibration that does not
+//!    exit 0 with a JSON response is a harness error of the scenarios needing it: the profile's
+//!    role is not usable.
+//! 5. [`step`]: the interpreter of a scenario's steps; it resolves templates, durations and
+//!    calibrated values, and hands observations to [`checks`], pure functions that return
+//!    findings. After the steps every job seen is cancelled.
+//! 6. [`run`]: the engine, which only schedules (`-j N`) and takes each scenario through the
+//!    stages, then sweeps its sandbox: a process still carrying the marker is a
+//!    `leaked-process` finding.
+//! 7. [`levels`] and [`summary`]: the spec's level claims and the kit's checks, then counts,
+//!    verdicts, coverage and conform's exit code, computed once for every reporter.
+//! 8. [`event`] and [`report`]: one event stream, several reporters; [`baseline`] and
+//!    [`snapshot`] mark results before they are reported; [`redact`] normalizes responses for
+//!    every comparison; [`init`] and [`cli`] are the binary's edge.
 //!
 //! ## Level verdicts
 //!

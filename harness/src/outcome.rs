@@ -2,7 +2,7 @@
 //!
 //! Checks never panic and never return `Err` for a tool's misbehaviour: they produce
 //! [`Finding`]s, which make up a [`ScenarioResult`]; the results of a run make up a
-//! [`RunSummary`]. `Result::Err` is kept for faults of conform itself, which end up as
+//! [`crate::summary::RunSummary`]. `Result::Err` is kept for faults of conform itself, which end up as
 //! [`Status::Error`] (the harness failed, not the tool).
 //!
 //! Everything here is colour-free and serializable: reporters (`report/`) decide how it looks.
@@ -18,7 +18,7 @@
 //!   scenario ended in a harness error (a criterion conform could not judge cannot be claimed).
 //!   Skipped scenarios never fail a run; the coverage section says what could not be judged
 //!   and why.
-//! * A requirement's verdict ([`Verdict`]): `skipped` when none of its scenarios ran; `fail`
+//! * A requirement's verdict ([`crate::summary::Verdict`]): `skipped` when none of its scenarios ran; `fail`
 //!   when a scenario of it counts against conformance; `pass` when every one of its scenarios
 //!   ran and passed; `partial` otherwise (a `should`/`may` failure, an expected failure, a
 //!   harness error on a non-`must` scenario, or some scenarios skipped). The same rule gives

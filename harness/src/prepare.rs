@@ -4,7 +4,7 @@
 //!
 //! It exists apart from [`crate::sandbox`] because it knows the profile: the sandbox is a
 //! directory and an environment, this stage decides what goes in it. Roles and kit probes
-//! are prepared by one mechanism ([`Part`]), so a fixture or a failing setup line reads the
+//! are prepared by one mechanism (a `Part` each), so a fixture or a failing setup line reads the
 //! same wherever it comes from. Every setup line runs through [`Sandbox::run_setup_with`],
 //! with the tool in [`TOOL_ENV`] and, for a role, the role's environment.
 //!

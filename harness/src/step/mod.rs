@@ -4,7 +4,7 @@
 //! duration expressions, calibrated values, earlier steps) and hands that to [`crate::checks`].
 //!
 //! A scenario stops at its first step with a finding: later steps build on earlier ones and
-//! would only repeat the news. After the steps, passed or not, [`cleanup`] cancels every job
+//! would only repeat the news. After the steps, passed or not, the clean-up cancels every job
 //! the scenario saw, so the sandbox sweep that follows shows only true leaks.
 //!
 //! It is its own stage, between the sandbox and the checks, so that the engine only schedules
