@@ -26,7 +26,7 @@ use serde_json::Value;
 
 use crate::discover::Subject;
 use crate::exec::{self, Program, Termination};
-use crate::outcome::{SkipReason, millis};
+use crate::outcome::{Note, SkipReason, millis};
 use crate::prepare::{self, Needs};
 
 /// Bound on a calibration run.
@@ -80,14 +80,13 @@ impl Calibration {
     }
 
     /// One line for reports: `detach: D = 3400 ms, {budget} = 850 ms`.
-    pub fn describe(&self) -> String {
-        format!(
-            "calibrated role `{}`: --budget 0 took {} ms (exit {}), {{budget}} = {} ms",
-            self.role,
-            millis(self.duration),
-            self.exit_code,
-            millis(self.budget())
-        )
+    pub fn describe(&self) -> Note {
+        Note::Calibrated {
+            role: self.role.clone(),
+            took_ms: millis(self.duration),
+            exit_code: self.exit_code,
+            budget_ms: millis(self.budget()),
+        }
     }
 
     /// The skip reason when the role is too fast to interrupt.

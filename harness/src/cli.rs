@@ -176,18 +176,12 @@ fn wants_json(args: &[OsString]) -> bool {
 
 fn arg_error(e: &ArgError, started: Instant) -> u8 {
     if e.json {
-        let envelope = json!({
-            "ok": false,
-            "data": null,
-            "error": {
-                "code": "ARG_ERROR",
-                "message": e.message,
-                "retryable": false,
-                "phase": "validation",
-            },
-            "warnings": [],
-            "meta": { "exit_code": exit::ARG_ERROR, "duration_ms": millis(started.elapsed()) },
-        });
+        let envelope = crate::report::json::error_envelope(
+            "ARG_ERROR",
+            &e.message,
+            exit::ARG_ERROR,
+            millis(started.elapsed()),
+        );
         write_stdout(&format!("{envelope}\n"));
     } else {
         eprintln!("conform: {}", e.message);
@@ -202,13 +196,7 @@ fn write_stdout(text: &str) {
 }
 
 fn success_envelope(data: Value, started: Instant) -> String {
-    let envelope = json!({
-        "ok": true,
-        "data": data,
-        "error": null,
-        "warnings": [],
-        "meta": { "exit_code": exit::SUCCESS, "duration_ms": millis(started.elapsed()) },
-    });
+    let envelope = crate::report::json::success_envelope(data, millis(started.elapsed()));
     format!("{envelope}\n")
 }
 

@@ -129,6 +129,57 @@ impl Serialize for SkipReason {
     }
 }
 
+/// An advisory remark on a scenario that never fails it. Reports show its sentence (its
+/// `Display`, also its JSON form); the human summary counts snapshot writes instead of listing
+/// them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Note {
+    /// The calibration of the scenario's primary role.
+    Calibrated {
+        /// The role.
+        role: String,
+        /// D, its `--budget 0` duration.
+        took_ms: u64,
+        /// Its exit code.
+        exit_code: i32,
+        /// `{budget}` derived from D.
+        budget_ms: u64,
+    },
+    /// `--update` recorded a snapshot that did not exist.
+    SnapshotWritten {
+        /// The snapshot file.
+        path: String,
+    },
+    /// `--update` rewrote a snapshot that drifted.
+    SnapshotUpdated {
+        /// The snapshot file.
+        path: String,
+    },
+    /// A choice the spec leaves open that the tool made one way (the sentence says which);
+    /// conform accepts either.
+    Advisory(String),
+}
+
+impl fmt::Display for Note {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Note::Calibrated { role, took_ms, exit_code, budget_ms } => write!(
+                f,
+                "calibrated role `{role}`: --budget 0 took {took_ms} ms (exit {exit_code}), {{budget}} = {budget_ms} ms"
+            ),
+            Note::SnapshotWritten { path } => write!(f, "new snapshot written: {path}"),
+            Note::SnapshotUpdated { path } => write!(f, "snapshot updated: {path}"),
+            Note::Advisory(text) => f.write_str(text),
+        }
+    }
+}
+
+impl Serialize for Note {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
 /// The result of one scenario.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
@@ -558,7 +609,7 @@ pub struct ScenarioResult {
     /// Advisory remarks that never fail a scenario (e.g. a `[ref]` choice of the contract
     /// that the tool made differently).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub notes: Vec<String>,
+    pub notes: Vec<Note>,
     /// Every process the scenario ran, in order (`evidence` in the JSON report).
     #[serde(default, rename = "evidence")]
     pub steps: Vec<StepRecord>,

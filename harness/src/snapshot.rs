@@ -29,13 +29,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::outcome::{Ended, Finding, ReproCommand, ScenarioResult, Status, StepRecord};
+use crate::outcome::{Ended, Finding, Note, ReproCommand, ScenarioResult, Status, StepRecord};
 use crate::redact::{Redactor, job_ids_in_command};
-
-/// How the note about a newly written snapshot begins (reporters summarize these).
-pub const NOTE_WRITTEN: &str = "new snapshot written: ";
-/// How the note about a rewritten snapshot begins.
-pub const NOTE_UPDATED: &str = "snapshot updated: ";
 
 /// The snapshot directory and whether to rewrite it.
 #[derive(Debug, Clone)]
@@ -216,10 +211,10 @@ impl SnapshotStore {
                     .at_step(&step.name),
                 ),
                 Comparison::Written => {
-                    notes.push(format!("{NOTE_WRITTEN}{}", path.display()));
+                    notes.push(Note::SnapshotWritten { path: path.display().to_string() });
                 }
                 Comparison::Updated => {
-                    notes.push(format!("{NOTE_UPDATED}{}", path.display()));
+                    notes.push(Note::SnapshotUpdated { path: path.display().to_string() });
                 }
             }
         }

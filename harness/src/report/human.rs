@@ -7,8 +7,7 @@ use super::{Collector, RunReport, Sink, human_duration};
 use crate::event::{Event, ReportError, Reporter};
 use crate::exit;
 use crate::levels::{Claim, ClaimVerdict, KitCheckVerdict, KitStatus};
-use crate::outcome::{BaselineMark, ScenarioResult, Status, StepRecord};
-use crate::snapshot;
+use crate::outcome::{BaselineMark, Note, ScenarioResult, Status, StepRecord};
 use crate::summary::Verdict;
 
 /// How many lines of a step's stderr the failure section shows.
@@ -167,18 +166,17 @@ const NOTE_IDS: usize = 3;
 
 /// Advisory notes, each once with the scenarios it concerns; snapshot writes as counts.
 fn render_notes(out: &mut String, p: Paint, report: &RunReport) {
-    let mut notes: Vec<(&str, Vec<&str>)> = Vec::new();
+    let mut notes: Vec<(&Note, Vec<&str>)> = Vec::new();
     let (mut written, mut updated) = (0, 0);
     for r in &report.results {
         for note in &r.notes {
-            if note.starts_with(snapshot::NOTE_WRITTEN) {
-                written += 1;
-            } else if note.starts_with(snapshot::NOTE_UPDATED) {
-                updated += 1;
-            } else if let Some((_, ids)) = notes.iter_mut().find(|(n, _)| n == note) {
-                ids.push(&r.id);
-            } else {
-                notes.push((note, vec![&r.id]));
+            match note {
+                Note::SnapshotWritten { .. } => written += 1,
+                Note::SnapshotUpdated { .. } => updated += 1,
+                _ => match notes.iter_mut().find(|(n, _)| *n == note) {
+                    Some((_, ids)) => ids.push(&r.id),
+                    None => notes.push((note, vec![&r.id])),
+                },
             }
         }
     }

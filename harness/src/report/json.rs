@@ -135,26 +135,37 @@ pub fn envelope(report: &RunReport) -> Value {
             })
         })
         .collect();
-    json!({
-        "ok": s.exit_code == exit::SUCCESS,
-        "data": data(report),
-        "error": error,
-        "warnings": warnings,
-        "meta": {
-            "exit_code": s.exit_code,
-            "duration_ms": s.duration_ms,
-        },
-    })
+    envelope_of(data(report), error, warnings, s.exit_code, s.duration_ms)
+}
+
+/// The envelope of a command that succeeded (`list`, `explain`): `data` as given.
+pub fn success_envelope(data: Value, duration_ms: u64) -> Value {
+    envelope_of(data, Value::Null, Vec::new(), exit::SUCCESS, duration_ms)
 }
 
 /// The envelope of a run that could not start (bad invocation, invalid profile or baseline):
-/// `data` null, `error.code` as given (e.g. `ARG_ERROR`), `error.phase` `validation`.
+/// `data` null, `error.code` as given (e.g. `ARG_ERROR`), `error.phase` `validation`; retrying
+/// the same invocation would fail the same way.
 pub fn error_envelope(code: &str, message: &str, exit_code: u8, duration_ms: u64) -> Value {
+    let error =
+        json!({"code": code, "message": message, "retryable": false, "phase": "validation"});
+    envelope_of(Value::Null, error, Vec::new(), exit_code, duration_ms)
+}
+
+/// Every envelope conform prints: the five keys, `ok` true exactly when the exit is 0, and the
+/// exit code repeated in `meta` (REQ-F-004, the contract conform itself keeps).
+fn envelope_of(
+    data: Value,
+    error: Value,
+    warnings: Vec<Value>,
+    exit_code: u8,
+    duration_ms: u64,
+) -> Value {
     json!({
-        "ok": false,
-        "data": null,
-        "error": {"code": code, "message": message, "phase": "validation"},
-        "warnings": [],
+        "ok": exit_code == exit::SUCCESS,
+        "data": data,
+        "error": error,
+        "warnings": warnings,
         "meta": {"exit_code": exit_code, "duration_ms": duration_ms},
     })
 }

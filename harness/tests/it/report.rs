@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use conform::event::{Event, EventStream, FanOut, ReportError, Reporter, RunInfo};
 use conform::exit;
 use conform::outcome::{
-    BaselineMark, Ended, Excerpt, Finding, Repro, ReproCommand, ReproStdin, ScenarioResult,
+    BaselineMark, Ended, Excerpt, Finding, Note, Repro, ReproCommand, ReproStdin, ScenarioResult,
     SkipReason, Status, StepRecord,
 };
 use conform::report::{self, RunReport, Sink, human, json, junit, markdown, progress};
@@ -89,10 +89,16 @@ fn ok_envelope() -> Value {
 }
 
 /// Six scenarios over four requirements: pass, fail (two findings, one with a multi-line
+
+/// The note a scenario of role `detach` carries about its calibration.
+fn calibrated_detach() -> Note {
+    Note::Calibrated { role: "detach".into(), took_ms: 2000, exit_code: 0, budget_ms: 500 }
+}
+
 /// diff), skip, harness error, a `should` failure, a `may` pass.
 pub fn sample_results() -> Vec<ScenarioResult> {
     let mut manifest = result("manifest-valid", "REQ-C-033", Obligation::Must, Status::Pass);
-    manifest.notes = vec!["calibrated role `detach`: 2 s".to_owned()];
+    manifest.notes = vec![calibrated_detach()];
     manifest.steps = vec![step("manifest", &["./mytool", "manifest"], 0, Some(ok_envelope()))];
 
     let mut budget = result("budget-flag-beats-env", "REQ-F-080", Obligation::Must, Status::Fail);
@@ -141,9 +147,9 @@ pub fn sample_results() -> Vec<ScenarioResult> {
             .at_step("continue-2"),
     ];
     progress.notes = vec![
-        "`error.retryable` of `job wait` taken from its own entry".to_owned(),
-        "calibrated role `detach`: 2 s".to_owned(),
-        format!("{}snaps/progress-monotonic/call.json", conform::snapshot::NOTE_WRITTEN),
+        Note::Advisory("`error.retryable` of `job wait` taken from its own entry".to_owned()),
+        calibrated_detach(),
+        Note::SnapshotWritten { path: "snaps/progress-monotonic/call.json".to_owned() },
     ];
     progress.steps = vec![step("continue-2", &["sh", "-c", "./mytool job wait j-1"], 14, None)];
 

@@ -1,7 +1,7 @@
 //! Snapshots: normalized envelopes are stored per scenario and step, drift is a finding with a
 //! diff, `--update` rewrites, a missing snapshot is reported (written only with `--update`).
 
-use conform::outcome::{SkipReason, Status};
+use conform::outcome::{Note, SkipReason, Status};
 use conform::redact::Redactor;
 use conform::scenario::Obligation;
 use conform::snapshot::{Comparison, SnapshotStore, file_safe, snapshot_text, sort_keys};
@@ -41,7 +41,7 @@ fn missing_then_written_then_matched_then_drift() {
     let mut r = scenario_with(paused(40, "j-aaaaaaaaaaaa", false));
     store.apply(&mut r, &redactor).unwrap();
     assert_eq!(r.status, Status::Pass);
-    assert!(r.notes[0].starts_with("new snapshot written"), "{:?}", r.notes);
+    assert!(matches!(r.notes[0], Note::SnapshotWritten { .. }), "{:?}", r.notes);
     let file = snaps.join("paused-writer").join("run.json");
     let stored = std::fs::read_to_string(&file).unwrap();
     assert!(stored.contains("\"job_id\": \"[JOB_ID]\""), "{stored}");
@@ -82,7 +82,7 @@ fn missing_then_written_then_matched_then_drift() {
     let mut r = scenario_with(paused(12, "j-cccccccccccc", true));
     store.apply(&mut r, &redactor).unwrap();
     assert_eq!(r.status, Status::Pass);
-    assert!(r.notes[0].starts_with("snapshot updated"));
+    assert!(matches!(r.notes[0], Note::SnapshotUpdated { .. }), "{:?}", r.notes);
     assert!(std::fs::read_to_string(&file).unwrap().contains("\"retryable\": true"));
 }
 
