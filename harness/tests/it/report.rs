@@ -88,13 +88,12 @@ fn ok_envelope() -> Value {
            "meta": {"exit_code": 0, "duration_ms": 15}})
 }
 
-/// Six scenarios over four requirements: pass, fail (two findings, one with a multi-line
-
 /// The note a scenario of role `detach` carries about its calibration.
 fn calibrated_detach() -> Note {
     Note::Calibrated { role: "detach".into(), took_ms: 2000, exit_code: 0, budget_ms: 500 }
 }
 
+/// Six scenarios over four requirements: pass, fail (two findings, one with a multi-line
 /// diff), skip, harness error, a `should` failure, a `may` pass.
 pub fn sample_results() -> Vec<ScenarioResult> {
     let mut manifest = result("manifest-valid", "REQ-C-033", Obligation::Must, Status::Pass);
