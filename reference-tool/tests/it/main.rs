@@ -13,6 +13,7 @@ mod drop_table;
 mod envelopes;
 mod files;
 mod hostile;
+mod hostile_db;
 mod hostile_input;
 mod idempotency;
 mod jobs;
