@@ -17,6 +17,7 @@ mod hostile_db;
 mod hostile_input;
 mod idempotency;
 mod jobs;
+mod long_lines;
 mod manifest;
 mod migrate;
 mod modes;
