@@ -15,6 +15,7 @@ mod files;
 mod hostile;
 mod hostile_db;
 mod hostile_input;
+mod hostile_state;
 mod idempotency;
 mod jobs;
 mod long_lines;
