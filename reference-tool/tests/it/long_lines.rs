@@ -50,7 +50,8 @@ fn progress_moves_inside_a_long_line_and_never_goes_back() {
     let first = sandbox.run_env(&["analyze", "long.csv", "--budget", "500ms"], &env);
     assert_incomplete(&first, "running");
     let done = first.json["data"]["progress"]["done"].as_u64().unwrap();
-    assert!(done > 1024 * 1024, "progress moved inside the line: done {done}");
+    // Before the line ends only its header's 7 bytes would count as done.
+    assert!(done > 64 * 1024, "progress moved inside the line: done {done}");
     assert!(done < LINE_BYTES as u64, "the budget ended inside the line: done {done}");
     let id = first.json["data"]["job_id"].as_str().unwrap().to_owned();
     let end = wait_to_end(&sandbox, &id, done, &env);
