@@ -3,9 +3,16 @@
 //!
 //! Safe, `interruption: {detach: true, resume: true}`: the file is read in chunks of
 //! [`CHUNK_BYTES`] (one unit of pacing each); after each chunk the work reports progress in
-//! bytes of complete lines consumed and, for a regular file, checkpoints its running totals
-//! and its offset (keyed by the file's fingerprint: size, mtime, inode). A resumed run seeks to
-//! the offset and gives the result an uninterrupted run gives. `FILE` may be `-` (stdin, spooled
+//! bytes read and, for a regular file, checkpoints its running totals and the offset of the
+//! first line not yet counted (keyed by the file's fingerprint: size, mtime, inode). A resumed
+//! run seeks to that offset and gives the result an uninterrupted run gives.
+//!
+//! Progress counts bytes read, not bytes of complete lines, so it moves inside a line of any
+//! length (a line of hundreds of MB must not look idle to the watchdog). The checkpoint's
+//! `done` is that count too; a run resumed inside a line reads the line's start again and
+//! reports no less than the checkpoint's `done` meanwhile, so `done` never decreases. Each
+//! byte is scanned for the end of a line once (the bytes of an unfinished line are not
+//! scanned again as more of it arrives), so the work is linear in the line's length. `FILE` may be `-` (stdin, spooled
 //! into the job first) or a named pipe: a pipe cannot be resumed, and a pipe whose writer goes
 //! quiet stops the progress, which the idle watchdog ends with STALLED.
 
@@ -168,6 +175,8 @@ fn work(ctx: &mut Ctx, job: &mut JobContext<'_>) -> Result<Value, Failure> {
     let fingerprint = input_fingerprint(&file, &path).map_err(|e| read_failure(&path, &e))?;
     let checkpoints = job.file_checkpoints(fingerprint);
     let mut state = AnalyzeState::default();
+    // The checkpoint's `done`: the progress floor while the start of a line is read again.
+    let mut resumed_done = 0;
     if regular {
         let restored = checkpoints
             .restore::<AnalyzeState>()
@@ -178,7 +187,8 @@ fn work(ctx: &mut Ctx, job: &mut JobContext<'_>) -> Result<Value, Failure> {
         if let Some(saved) = restored.state {
             state = saved;
         }
-        job.resume_from(state.offset).map_err(|e| Failure::internal(e.to_string()))?;
+        resumed_done = restored.done.max(state.offset);
+        job.resume_from(resumed_done).map_err(|e| Failure::internal(e.to_string()))?;
     }
     let mut input = File::open(&path).map_err(|e| read_failure(&path, &e))?;
     if state.offset > 0 {
@@ -193,18 +203,25 @@ fn work(ctx: &mut Ctx, job: &mut JobContext<'_>) -> Result<Value, Failure> {
         if n == 0 {
             break;
         }
+        // `pending` holds no line end before `scanned`: only the new bytes are searched.
+        let scanned = pending.len();
         pending.extend_from_slice(&buf[..n]);
         let mut start = 0;
-        while let Some(pos) = pending[start..].iter().position(|b| *b == b'\n') {
-            state.line(&pending[start..start + pos])?;
-            start += pos + 1;
+        let mut from = scanned;
+        while let Some(pos) = pending[from..].iter().position(|b| *b == b'\n') {
+            let end = from + pos;
+            state.line(&pending[start..end])?;
+            start = end + 1;
+            from = start;
         }
         state.offset += start as u64;
+        // At most one chunk is left after a line end, so moving it down stays linear.
         pending.drain(..start);
-        progress(job, state.offset, total, "bytes")?;
+        let read = (state.offset + pending.len() as u64).max(resumed_done);
+        progress(job, read, total, "bytes")?;
         if regular {
             if cadence.due(job) {
-                safe_point(job.checkpoint(&checkpoints, &state, state.offset))?;
+                safe_point(job.checkpoint(&checkpoints, &state, read))?;
             }
         } else {
             stop_point(job)?;

@@ -8,9 +8,15 @@
 //! **Archive format** (reftool's own, simple): the line `RTAR 1\n`, then per regular file in
 //! sorted path order the line `<relative path>\t<size>\n` followed by exactly `size` bytes,
 //! then the line `END\n`. `DEST` only ever holds a complete archive (temp file, fsync, rename).
+//!
+//! The temporary file `.<name>.partial-<pid>-<random>` sits beside `DEST`, in a directory
+//! others may write to, so it is created exclusively (`O_CREAT|O_EXCL|O_NOFOLLOW`): a file or
+//! symlink planted under that name is never written through nor renamed into place (another
+//! name is drawn), and only the file this process created is ever removed.
 
-use std::fs::File;
-use std::io::Write;
+use std::fs::{File, OpenOptions};
+use std::io::{ErrorKind, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
@@ -84,8 +90,8 @@ fn work(ctx: &mut Ctx, job: &mut JobContext<'_>) -> Result<Value, Failure> {
     if name.is_empty() {
         return Err(Failure::arg("INVALID_DEST", "--to must name a file"));
     }
-    let temp = dir.join(format!(".{name}.partial-{}", std::process::id()));
-    let result = pack(ctx, job, &root, &files, &temp);
+    let (temp, out) = create_partial(dir, &name)?;
+    let result = pack(ctx, job, &root, &files, &temp, out);
     let (bytes, digest) = match result {
         Ok(done) => done,
         Err(failure) => {
@@ -108,16 +114,49 @@ fn work(ctx: &mut Ctx, job: &mut JobContext<'_>) -> Result<Value, Failure> {
     }))
 }
 
-/// Writes the archive to `temp`: its size and SHA-256.
+/// How many fresh names [`create_partial`] tries before it gives up.
+const PARTIAL_NAME_TRIES: usize = 8;
+
+/// Creates the temporary archive beside the destination, exclusively: its path and the open
+/// file. A name already taken (by anything, a planted symlink included) is left alone and
+/// another is drawn.
+fn create_partial(dir: &Path, name: &str) -> Result<(PathBuf, File), Failure> {
+    for _ in 0..PARTIAL_NAME_TRIES {
+        let mut random = [0u8; 8];
+        getrandom::fill(&mut random)
+            .map_err(|e| Failure::internal(format!("no randomness for a file name: {e}")))?;
+        let temp = dir.join(format!(".{name}.partial-{}-{}", std::process::id(), hex(&random)));
+        let created = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&temp);
+        match created {
+            Ok(file) => return Ok((temp, file)),
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(write_failure(&temp, &e)),
+        }
+    }
+    Err(Failure::new(
+        Exit::PRECONDITION,
+        "DEST_UNWRITABLE",
+        format!(
+            "cannot create a temporary file in {}: {PARTIAL_NAME_TRIES} fresh names were taken",
+            dir.display()
+        ),
+    ))
+}
+
+/// Writes the archive to `out` (the file at `temp`): its size and SHA-256.
 fn pack(
     ctx: &Ctx,
     job: &mut JobContext<'_>,
     root: &Path,
     files: &[PathBuf],
     temp: &Path,
+    mut out: File,
 ) -> Result<(u64, String), Failure> {
     let total = files.len() as u64;
-    let mut out = File::create(temp).map_err(|e| write_failure(temp, &e))?;
     let mut hasher = Sha256::new();
     let mut bytes = 0u64;
     let mut emit = |out: &mut File, chunk: &[u8]| -> Result<(), Failure> {

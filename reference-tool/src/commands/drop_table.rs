@@ -19,7 +19,6 @@
 //! once inside the transaction, so a test can stop it mid-way.
 
 use std::io::{BufRead, IsTerminal, Write};
-use std::path::PathBuf;
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 use serde_json::{Value, json};
@@ -145,8 +144,7 @@ fn run(ctx: &mut Ctx) -> Result<Value, Failure> {
     let table = ctx.args.text("table").unwrap_or_default().to_owned();
     validate_table(&table)?;
     let dry_run = ctx.args.switch(DRY_RUN_FLAG);
-    let path =
-        std::path::absolute(PathBuf::from(&given_db)).unwrap_or_else(|_| PathBuf::from(&given_db));
+    let path = userdb::db_path(&given_db)?;
     let shown = path.display().to_string();
     if !path.is_file() {
         let (exit, code) = if path.exists() {

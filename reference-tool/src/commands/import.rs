@@ -13,20 +13,30 @@
 //! exactly the file's rows. On completion the checkpoint row is marked completed with the
 //! result: the identical invocation replays that result instead of writing again. A cancelled
 //! job's checkpoint is void.
+//!
+//! `--db` is a file path, never a SQLite URI or `:memory:` (see `framework::userdb`): the rows
+//! and the checkpoint must outlive the process, or a continuation would start over forever. A
+//! file that is no SQLite database is PRECONDITION 4 `DB_INVALID`, whether SQLite notices it
+//! opening the file or reading the checkpoint.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Seek, SeekFrom};
+use std::path::Path;
+use std::time::Duration;
 
-use rusqlite::{Connection, Transaction, TransactionBehavior, params_from_iter};
+use rusqlite::{
+    Connection, ErrorCode, OpenFlags, Transaction, TransactionBehavior, params_from_iter,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::work::{Cadence, existing, pace, progress, read_failure, required, safe_point};
+use crate::framework::userdb;
 use crate::framework::{
     CommandSpec, Ctx, DangerLevel, Exit, Failure, FlagSpec, Interruption, Phase, SideEffects,
     ValueType,
 };
-use crate::runtime::checkpoint::{SqliteCheckpoints, file_fingerprint};
+use crate::runtime::checkpoint::{CheckpointError, SqliteCheckpoints, file_fingerprint};
 use crate::runtime::context::JobContext;
 use crate::runtime::jobs::JobStore;
 use crate::runtime::stop::StopReason;
@@ -35,6 +45,8 @@ use crate::runtime::stop::StopReason;
 pub const CHUNK_ROWS: usize = 100;
 /// The default table.
 pub const DEFAULT_TABLE: &str = "rows";
+/// How long to wait for another writer of the target database.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The declaration.
 pub fn spec() -> CommandSpec {
@@ -57,7 +69,7 @@ pub fn spec() -> CommandSpec {
         .exit(Exit::NOT_FOUND, "The file does not exist", false, SideEffects::None)
         .exit(
             Exit::PRECONDITION,
-            "The file cannot be read or has no header, or the database cannot be written",
+            "The file cannot be read or has no header, or the database is no SQLite database or cannot be written",
             false,
             SideEffects::None,
         )
@@ -78,13 +90,30 @@ pub struct ImportState {
     pub rows: u64,
 }
 
-fn db_failure(e: &rusqlite::Error) -> Failure {
+/// A SQLite error on the target `db`: what every `--db` command answers for a busy, foreign
+/// or unwritable file (`userdb::db_failure`), and PRECONDITION 4 `DB_ERROR` for the rest (an
+/// existing table of other columns, say).
+fn db_failure(e: &rusqlite::Error, db: &Path) -> Failure {
     match e.sqlite_error_code() {
-        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
-            Failure::new(Exit::UNAVAILABLE, "DB_BUSY", format!("the database stayed locked: {e}"))
-                .retryable(true)
-        }
+        Some(
+            ErrorCode::DatabaseBusy
+            | ErrorCode::DatabaseLocked
+            | ErrorCode::NotADatabase
+            | ErrorCode::DatabaseCorrupt
+            | ErrorCode::CannotOpen
+            | ErrorCode::ReadOnly
+            | ErrorCode::PermissionDenied,
+        ) => userdb::db_failure(e, db),
         _ => Failure::new(Exit::PRECONDITION, "DB_ERROR", format!("the database failed: {e}")),
+    }
+}
+
+/// A checkpoint that could not be read or saved: the database's failure when the database
+/// said no, else an internal error.
+fn checkpoint_failure(e: &CheckpointError, what: &str, db: &Path) -> Failure {
+    match e {
+        CheckpointError::Db(e) => db_failure(e, db),
+        other => Failure::internal(format!("failed to {what} the checkpoint: {other}")),
     }
 }
 
@@ -102,6 +131,7 @@ fn valid_table(name: &str) -> bool {
 fn work(ctx: &mut Ctx, job: &mut JobContext<'_>) -> Result<Value, Failure> {
     let file = required(ctx, "file")?.to_owned();
     let db_path = required(ctx, "db")?.to_owned();
+    let db_file = userdb::db_path(&db_path)?;
     let table = ctx.args.text("table").unwrap_or(DEFAULT_TABLE).to_owned();
     if !valid_table(&table) {
         return Err(Failure::arg(
@@ -129,15 +159,21 @@ fn work(ctx: &mut Ctx, job: &mut JobContext<'_>) -> Result<Value, Failure> {
         .phase(Phase::Validation));
     }
 
-    let db = Connection::open(&db_path).map_err(|e| db_failure(&e))?;
-    db.busy_timeout(std::time::Duration::from_secs(5)).map_err(|e| db_failure(&e))?;
+    let db = userdb::open(
+        &db_file,
+        OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    let db_failure = |e: &rusqlite::Error| db_failure(e, &db_file);
+    db.busy_timeout(BUSY_TIMEOUT).map_err(|e| db_failure(&e))?;
     let checkpoints = job.sqlite_checkpoints(fingerprint);
     let mut state_db = ctx.open_state()?;
     let store = JobStore::new(ctx.state.ensure_dir()?);
     let state_conn: &Connection = state_db.conn();
     let restored = checkpoints
         .restore::<ImportState>(&db, |id| store.was_cancelled(state_conn, id).unwrap_or(false))
-        .map_err(|e| Failure::internal(format!("failed to read the checkpoint: {e}")))?;
+        .map_err(|e| checkpoint_failure(&e, "read", &db_file))?;
     for w in &restored.warnings {
         ctx.warn(w.code, w.message.clone());
     }
@@ -219,7 +255,7 @@ fn work(ctx: &mut Ctx, job: &mut JobContext<'_>) -> Result<Value, Failure> {
             });
             checkpoints
                 .finish_in(&tx, &result, state.rows)
-                .map_err(|e| Failure::internal(format!("failed to save the checkpoint: {e}")))?;
+                .map_err(|e| checkpoint_failure(&e, "save", &db_file))?;
             tx.commit().map_err(|e| db_failure(&e))?;
             progress(job, state.rows, Some(state.rows), "rows")?;
             return Ok(result);

@@ -9,8 +9,6 @@
 //! The schema version lives in `PRAGMA user_version`; a database already at
 //! [`TARGET_VERSION`] is left alone (`effect: "noop"`).
 
-use std::path::PathBuf;
-
 use rusqlite::{OpenFlags, TransactionBehavior};
 use serde_json::{Value, json};
 
@@ -72,7 +70,7 @@ fn run(ctx: &mut Ctx) -> Result<Value, Failure> {
         Some(path) => path.to_owned(),
         None => ctx.require_input("path of the database to migrate", "db")?,
     };
-    let path = std::path::absolute(PathBuf::from(&given)).unwrap_or_else(|_| PathBuf::from(&given));
+    let path = userdb::db_path(&given)?;
     if !path.exists() {
         return Err(Failure::new(
             Exit::NOT_FOUND,

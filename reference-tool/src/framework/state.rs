@@ -2,7 +2,15 @@
 //! migrations, and the idempotency store (REQ-C-007, REQ-O-036).
 //!
 //! - Directory: `REFTOOL_STATE_DIR` (absolute) if set, else `$XDG_STATE_HOME/reftool` (when
-//!   absolute), else `$HOME/.local/state/reftool`. Created with mode 0700 on first use.
+//!   absolute), else `$HOME/.local/state/reftool`. Created with mode 0700 on first use; one
+//!   that exists with a looser mode is tightened to 0700 at every use. It must belong to the
+//!   user running reftool (a symlink to such a directory is fine): a directory of another
+//!   user, or a symlink to one, is refused with PRECONDITION 4 `STATE_DIR_UNSAFE`, since its
+//!   owner could read the state or plant files in it.
+//! - Files: every state file is created 0600 (the state database and its `-wal` / `-shm`
+//!   are tightened to 0600 when found looser) and is never reached through a symlink: the
+//!   write probe is created exclusively under a fresh name, and a `state.db` that is a symlink
+//!   is refused (`STATE_DIR_UNSAFE`).
 //! - Instance: `--instance-id`, else `REFTOOL_INSTANCE_ID`, else `default`; 1–64 characters of
 //!   `A-Z a-z 0-9 . _ -`, starting with a letter or digit. Anything else is ARG_ERROR.
 //!   Per-instance files live under `<dir>/instances/<id>/`; rows of the shared database carry
@@ -19,7 +27,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use rusqlite::{Connection, ErrorCode, OptionalExtension, TransactionBehavior};
+use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior};
 use serde_json::{Value, json};
 
 use super::context::{Failure, Phase};
@@ -53,6 +61,26 @@ pub const FRAMEWORK_MIGRATIONS: &[Migration] = &[Migration {
           );",
 }];
 
+/// Why a state directory or file is not safe to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnsafeReason {
+    /// It belongs to another user (this uid).
+    ForeignOwner(u32),
+    /// A state file is a symlink.
+    Symlink,
+}
+
+impl std::fmt::Display for UnsafeReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            UnsafeReason::ForeignOwner(uid) => {
+                write!(f, "it belongs to uid {uid}, not to uid {}", nix::unistd::geteuid())
+            }
+            UnsafeReason::Symlink => f.write_str("it is a symlink"),
+        }
+    }
+}
+
 /// A state failure.
 #[derive(Debug, thiserror::Error)]
 pub enum StateError {
@@ -66,6 +94,14 @@ pub enum StateError {
         path: PathBuf,
         /// Why.
         source: std::io::Error,
+    },
+    /// The directory (or a file in it) could be read or changed by someone else.
+    #[error("refused to keep reftool's state in {path}: {reason}")]
+    Unsafe {
+        /// The directory or file.
+        path: PathBuf,
+        /// Why.
+        reason: UnsafeReason,
     },
     /// The database file is damaged or not a database.
     #[error("failed to read the state database {path}: it is not a valid SQLite database")]
@@ -124,6 +160,11 @@ impl StateError {
             | StateError::Unopenable { .. } => {
                 Failure::new(Exit::PRECONDITION, "STATE_DIR_UNUSABLE", message)
                     .suggestion("point REFTOOL_STATE_DIR at a writable directory")
+            }
+            StateError::Unsafe { .. } => {
+                Failure::new(Exit::PRECONDITION, "STATE_DIR_UNSAFE", message).suggestion(
+                    "point REFTOOL_STATE_DIR at a directory of your own that no one else can write",
+                )
             }
             StateError::Corrupt { path } => {
                 Failure::new(Exit::PRECONDITION, "STATE_DB_CORRUPT", message).suggestion(format!(
@@ -221,18 +262,105 @@ impl StateConfig {
     }
 }
 
+/// The mode of every state directory.
+const PRIVATE_DIR_MODE: u32 = 0o700;
+/// The mode of every state file.
+const PRIVATE_FILE_MODE: u32 = 0o600;
+
+/// Creates `dir` (0700, parents too) if needed, then makes sure it is ours and private: owned
+/// by this user (through a symlink too: the directory it leads to counts) and tightened to
+/// 0700. The checks and the chmod go through one open descriptor, so they concern the same
+/// directory.
 fn create_private_dir(dir: &Path) -> Result<(), StateError> {
-    use std::os::unix::fs::DirBuilderExt;
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+    let unusable = |source| StateError::DirUnusable { path: dir.to_owned(), source };
     std::fs::DirBuilder::new()
         .recursive(true)
-        .mode(0o700)
+        .mode(PRIVATE_DIR_MODE)
         .create(dir)
-        .map_err(|source| StateError::DirUnusable { path: dir.to_owned(), source })?;
-    // A directory we cannot write into is as useless as a missing one; find out now.
-    let probe = dir.join(format!(".probe-{}", std::process::id()));
-    std::fs::write(&probe, b"")
-        .and_then(|()| std::fs::remove_file(&probe))
-        .map_err(|source| StateError::DirUnusable { path: dir.to_owned(), source })
+        .map_err(unusable)?;
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_CLOEXEC)
+        .open(dir)
+        .map_err(unusable)?;
+    let meta = opened.metadata().map_err(unusable)?;
+    if meta.uid() != nix::unistd::geteuid().as_raw() {
+        return Err(StateError::Unsafe {
+            path: dir.to_owned(),
+            reason: UnsafeReason::ForeignOwner(meta.uid()),
+        });
+    }
+    if meta.mode() & 0o777 != PRIVATE_DIR_MODE {
+        opened
+            .set_permissions(std::fs::Permissions::from_mode(PRIVATE_DIR_MODE))
+            .map_err(unusable)?;
+    }
+    probe_writable(dir).map_err(unusable)
+}
+
+/// Whether files can be created in `dir`: a directory we cannot write into is as useless as a
+/// missing one, so find out now. The probe is created exclusively (never through a symlink
+/// planted under its name) under a fresh random name, then removed.
+fn probe_writable(dir: &Path) -> std::io::Result<()> {
+    for _ in 0..8 {
+        let probe = dir.join(format!(".probe-{}-{}", std::process::id(), random_suffix()?));
+        match private_file_options().create_new(true).open(&probe) {
+            Ok(_) => return std::fs::remove_file(&probe),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Err(std::io::Error::new(std::io::ErrorKind::AlreadyExists, "every probe name tried was taken"))
+}
+
+/// Sixteen random hex digits.
+fn random_suffix() -> std::io::Result<String> {
+    let mut bytes = [0u8; 8];
+    getrandom::fill(&mut bytes).map_err(|e| std::io::Error::other(e.to_string()))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Opening a state file for writing: mode 0600 if created, never through a symlink.
+fn private_file_options() -> std::fs::OpenOptions {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).mode(PRIVATE_FILE_MODE).custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC);
+    options
+}
+
+/// Prepares the state database `path` before SQLite opens it: created 0600 if missing (SQLite
+/// gives its `-wal` and `-shm` the database's mode), and it, `-wal` and `-shm` tightened to
+/// 0600 when found looser. A symlink at any of the three names is refused.
+fn prepare_private_db(path: &Path) -> Result<(), StateError> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let mut names = vec![path.to_owned()];
+    for suffix in ["-wal", "-shm"] {
+        let mut name = path.as_os_str().to_owned();
+        name.push(suffix);
+        names.push(PathBuf::from(name));
+    }
+    for (i, name) in names.iter().enumerate() {
+        let unusable = |source| StateError::DirUnusable { path: name.clone(), source };
+        let opened = private_file_options().create(i == 0).open(name);
+        let file = match opened {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && i > 0 => continue,
+            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+                return Err(StateError::Unsafe {
+                    path: name.clone(),
+                    reason: UnsafeReason::Symlink,
+                });
+            }
+            Err(e) => return Err(unusable(e)),
+        };
+        let meta = file.metadata().map_err(unusable)?;
+        if meta.mode() & 0o777 != PRIVATE_FILE_MODE {
+            file.set_permissions(std::fs::Permissions::from_mode(PRIVATE_FILE_MODE))
+                .map_err(unusable)?;
+        }
+    }
+    Ok(())
 }
 
 /// An open state database, migrated.
@@ -270,7 +398,14 @@ impl StateDb {
         let path = config.ensure_dir()?.join("state.db");
         let busy = config.busy_timeout;
         let map = |e: rusqlite::Error| StateError::from_sqlite(e, &path, busy);
-        let conn = Connection::open(&path).map_err(map)?;
+        prepare_private_db(&path)?;
+        // A file path, no URI. (Not SQLITE_OPEN_NOFOLLOW: it refuses a symlink anywhere in the
+        // path, a symlinked state directory of one's own too; the name itself was checked
+        // above, in a directory only we can write.)
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(&path, flags).map_err(map)?;
         conn.busy_timeout(busy).map_err(map)?;
         let mode: String =
             conn.query_row("PRAGMA journal_mode=WAL", [], |row| row.get(0)).map_err(map)?;

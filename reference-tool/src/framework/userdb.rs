@@ -8,11 +8,22 @@
 //! | not a database, corrupt | `DB_INVALID` | PRECONDITION |
 //! | cannot open, read-only, permission denied | `DB_UNWRITABLE` | PRECONDITION |
 //! | anything else | `DB_ERROR` | GENERAL_ERROR |
+//!
+//! **A `--db` is the path of a file.** SQLite gives some names a meaning of their own: the
+//! empty string and `:memory:` open a database that lives in memory (or a temporary file)
+//! and is gone at the close, and with URI names on, `file:...` is read as a URI (which can
+//! also ask for memory). An import into such a database answered success while storing
+//! nothing, and its checkpoint vanished with it, so a continuation started over every time.
+//! So [`db_path`] refuses the empty name (ARG_ERROR 2 `INVALID_DB_PATH`: no file has it), and
+//! every other name is a file path, made absolute before SQLite sees it (`:memory:` is then
+//! the file `./:memory:`, `file:x.db` the file `./file:x.db`); [`open`] never passes
+//! `SQLITE_OPEN_URI`, and refuses any connection that is not backed by a file all the same.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use rusqlite::{Connection, ErrorCode, OpenFlags};
+use serde_json::json;
 
 use crate::framework::{CommandSpec, Exit, Failure, SideEffects};
 
@@ -49,11 +60,37 @@ pub fn db_failure(error: &rusqlite::Error, path: &Path) -> Failure {
     }
 }
 
-/// Opens the database at `path` with `flags`, waiting up to [`DB_BUSY_TIMEOUT`] for another
-/// writer; every error already mapped by [`db_failure`].
+/// The refusal of a `--db` that names no file.
+fn invalid_db_path(message: String) -> Failure {
+    Failure::arg("INVALID_DB_PATH", message)
+        .context(json!({"flag": "db"}))
+        .suggestion("pass the path of a database file to --db")
+}
+
+/// The `--db` argument `given` as the absolute path of a file (see the module docs): the
+/// empty name is ARG_ERROR 2 `INVALID_DB_PATH`.
+pub fn db_path(given: &str) -> Result<PathBuf, Failure> {
+    if given.is_empty() {
+        return Err(invalid_db_path("--db is empty; it must name a database file".into()));
+    }
+    std::path::absolute(given)
+        .map_err(|e| invalid_db_path(format!("--db {given:?} is not a usable path: {e}")))
+}
+
+/// Opens the database file at `path` (from [`db_path`]) with `flags`, never as a URI, waiting
+/// up to [`DB_BUSY_TIMEOUT`] for another writer; every error already mapped by
+/// [`db_failure`]. A connection SQLite did not back with a file is refused
+/// (`INVALID_DB_PATH`): nothing written to it would last.
 pub fn open(path: &Path, flags: OpenFlags) -> Result<Connection, Failure> {
     let fail = |e: rusqlite::Error| db_failure(&e, path);
+    let flags = flags.difference(OpenFlags::SQLITE_OPEN_URI | OpenFlags::SQLITE_OPEN_MEMORY);
     let conn = Connection::open_with_flags(path, flags).map_err(fail)?;
+    if conn.path().is_none_or(str::is_empty) {
+        return Err(invalid_db_path(format!(
+            "{} does not name a database file (SQLite opened no file for it)",
+            path.display()
+        )));
+    }
     conn.busy_timeout(DB_BUSY_TIMEOUT).map_err(fail)?;
     Ok(conn)
 }

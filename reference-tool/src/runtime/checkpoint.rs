@@ -192,7 +192,9 @@ impl FileCheckpoints {
     /// Saves `state` with its `done`, atomically.
     pub fn save<T: Serialize>(&self, state: &T, done: u64) -> Result<(), CheckpointError> {
         if let Some(dir) = self.path.parent() {
-            std::fs::create_dir_all(dir)?;
+            // State directories are the user's alone (0700), like the state directory itself.
+            use std::os::unix::fs::DirBuilderExt;
+            std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
         }
         let saved = SavedCheckpoint {
             fingerprint: self.fingerprint.clone(),

@@ -3,10 +3,12 @@
 //! Every state file is written with [`write_atomic`]: the bytes go to a temporary file in the
 //! same directory, are flushed to disk, and the temporary file is renamed over the target. A
 //! reader (or a `kill -9` at any instant) sees either the old content or the new one, never a
-//! torn file.
+//! torn file. The temporary file is created exclusively (`O_CREAT|O_EXCL`, so never through a
+//! symlink planted under its name) with mode 0600: state files are the user's alone.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -17,6 +19,9 @@ pub fn now_ms() -> u64 {
         .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
         .unwrap_or(0)
 }
+
+/// The mode of every state file [`write_atomic`] writes.
+pub const PRIVATE_FILE_MODE: u32 = 0o600;
 
 /// Writes `bytes` to `path` atomically (temp file in the same directory + fsync + rename).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
@@ -52,7 +57,12 @@ pub fn write_atomic_with(path: &Path, bytes: &[u8], durability: Durability) -> i
     let tmp = dir.join(tmp_name);
     let durable = durability == Durability::Durable;
     let result = (|| {
-        let mut file = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(PRIVATE_FILE_MODE)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&tmp)?;
         file.write_all(bytes)?;
         if durable {
             file.sync_all()?;
@@ -127,6 +137,23 @@ mod tests {
         let names: Vec<_> =
             std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(names.len(), 1, "{names:?}");
+    }
+
+    #[test]
+    fn atomic_writes_are_private_and_never_follow_a_planted_symlink() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("job.json");
+        write_atomic(&path, b"{}").unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, PRIVATE_FILE_MODE, "{mode:o}");
+        // A symlink where the target goes is replaced, not written through.
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "precious").unwrap();
+        std::os::unix::fs::symlink(&victim, dir.path().join("progress.json")).unwrap();
+        write_atomic(&dir.path().join("progress.json"), b"{}").unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+        assert!(!std::fs::symlink_metadata(dir.path().join("progress.json")).unwrap().is_symlink());
     }
 
     #[test]

@@ -52,6 +52,7 @@
 use std::ffi::OsString;
 use std::io;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use nix::sys::signal::Signal;
@@ -513,7 +514,6 @@ impl JobStore {
     }
 
     fn ensure_dir(path: &Path) -> io::Result<()> {
-        use std::os::unix::fs::DirBuilderExt;
         std::fs::DirBuilder::new().recursive(true).mode(0o700).create(path)
     }
 
@@ -526,7 +526,8 @@ impl JobStore {
         getrandom::fill(&mut suffix).map_err(|e| io::Error::other(e.to_string()))?;
         let name: String = suffix.iter().map(|b| format!("{b:02x}")).collect();
         let path = dir.join(format!(".spool-{name}"));
-        let mut file = std::fs::OpenOptions::new().write(true).create_new(true).open(&path)?;
+        let mut file =
+            std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&path)?;
         let copied = io::copy(&mut reader, &mut file).and_then(|_| file.sync_all());
         if let Err(e) = copied {
             let _ = std::fs::remove_file(&path);
@@ -775,7 +776,7 @@ impl JobStore {
         let id = JobId::generate()?;
         let dir = self.job_dir(instance, &id);
         Self::ensure_dir(&self.instance_dir(instance))?;
-        std::fs::create_dir(&dir)?;
+        std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
         let created = (|| -> Result<JobView, JobError> {
             let record = JobRecord {
                 job_id: id.clone(),

@@ -19,6 +19,7 @@
 use std::ffi::{OsStr, OsString};
 use std::fs::{File, OpenOptions};
 use std::io;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -84,7 +85,8 @@ pub fn spawn_worker_command(
     let stdin_path = job_dir.join(STDIN_FILE);
     let stdin =
         if stdin_path.exists() { Stdio::from(File::open(&stdin_path)?) } else { Stdio::null() };
-    let log = OpenOptions::new().create(true).append(true).open(job_dir.join(LOG_FILE))?;
+    let log =
+        OpenOptions::new().create(true).append(true).mode(0o600).open(job_dir.join(LOG_FILE))?;
     let log_err = log.try_clone()?;
     Command::new(exe)
         .args(leading_args)
