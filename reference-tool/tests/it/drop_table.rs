@@ -189,9 +189,14 @@ fn at_a_terminal(sandbox: &Sandbox, answer: &str) -> (Run, String) {
     let child = cmd.spawn().unwrap();
     drop(cmd);
     let output = child.wait_with_output().unwrap();
-    let mut buf = vec![0u8; 65536];
-    let n = std::io::Read::read(&mut master, &mut buf).unwrap_or(0);
-    (sandbox.finish(output), String::from_utf8_lossy(&buf[..n]).into_owned())
+    // The prompt may arrive in several writes (stderr is unbuffered): read until the terminal
+    // is drained, which ends in EIO once the child and every copy of the slave are gone.
+    let mut screen = Vec::new();
+    let mut buf = [0u8; 4096];
+    while let Ok(n @ 1..) = std::io::Read::read(&mut master, &mut buf) {
+        screen.extend_from_slice(&buf[..n]);
+    }
+    (sandbox.finish(output), String::from_utf8_lossy(&screen).into_owned())
 }
 
 #[test]
