@@ -393,7 +393,7 @@ fn init(tool: &OsString, output: Option<&Path>) -> Result<u8, ArgError> {
     inv.timeout = crate::run::DISCOVERY_LIMIT;
     let manifest = crate::exec::run(&inv)
         .ok()
-        .and_then(|o| crate::checks::parse_stdout(&o).ok())
+        .and_then(|o| crate::observe::parse_stdout(&o).ok())
         .filter(|m| crate::schemas::unwrap_manifest(m).get("commands").is_some());
     let Some(manifest) = manifest else {
         eprintln!(

@@ -21,11 +21,12 @@ use nix::unistd::Pid;
 use serde_json::Value;
 
 use crate::calibrate::{Calibration, Calibrator, SLACK};
-use crate::checks::{self, Observation, Resolve};
+use crate::checks::{self, Resolved};
 use crate::discover::Commands;
 use crate::event::{Event, EventSender};
 use crate::exec::{self, Invocation, Program, StdinMode, Termination};
 use crate::interrupt::Registration;
+use crate::observe::{self, Observation, StdoutProblem};
 use crate::outcome::{Finding, Repro, ScenarioResult, Status, StepRecord, millis};
 use crate::plan::Planned;
 use crate::profile::{Profile, Role, StreamProbe};
@@ -133,7 +134,7 @@ impl Engine {
         let mut inv =
             sandbox.invocation(Program::Argv(argv.into_iter().map(OsString::from).collect()));
         inv.timeout = DISCOVERY_LIMIT;
-        match exec::run(&inv).ok().and_then(|o| checks::parse_stdout(&o).ok()) {
+        match exec::run(&inv).ok().and_then(|o| observe::parse_stdout(&o).ok()) {
             Some(response) => Commands::from_manifest(&response),
             None => Commands::default(),
         }
@@ -316,7 +317,7 @@ impl Engine {
                 outcome.termination
             ));
         };
-        let response = checks::parse_stdout(&outcome).map_err(|p| {
+        let response = observe::parse_stdout(&outcome).map_err(|p| {
             format!("calibration of role `{role_name}` (--budget 0) gave no JSON response: {p:?}")
         })?;
         // A role is work that succeeds; a failing one is a profile (or tool) problem that
@@ -631,7 +632,8 @@ struct ScenarioState<'e> {
     current_role: Option<String>,
 }
 
-impl Resolve for ScenarioState<'_> {
+/// What the checks look at, resolved from the scenario's state before they run.
+impl ScenarioState<'_> {
     fn duration(&self, expr: &str) -> Result<Duration, String> {
         eval_duration(expr, |name| match name {
             CONSTANT_SLACK => Some(SLACK),
@@ -645,10 +647,6 @@ impl Resolve for ScenarioState<'_> {
 
     fn last_of(&self, step: &str) -> Option<&Observation> {
         self.last.get(step).and_then(|&i| self.observations.get(i))
-    }
-
-    fn history(&self) -> &[Observation] {
-        &self.observations
     }
 
     fn shell_words(&self, line: &str) -> Result<Vec<String>, String> {
@@ -685,6 +683,19 @@ impl Resolve for ScenarioState<'_> {
             _ => Err("the scenario has no calibrated role".into()),
         }
     }
+
+    /// Judges one observation against `expect`, with what its checks need resolved first.
+    fn check_one(&self, expect: &Expect, obs: &Observation) -> Vec<Finding> {
+        let resolved = Resolved::new(
+            expect,
+            obs,
+            |t| self.text(t),
+            |d| self.duration(d),
+            |l| self.shell_words(l),
+        );
+        let ctx = resolved.context(&self.observations, &self.last, self.calibrated());
+        checks::check_one(expect, obs, &ctx)
+    }
 }
 
 impl ScenarioState<'_> {
@@ -718,7 +729,7 @@ impl ScenarioState<'_> {
         inv: &Invocation,
         outcome: exec::Outcome,
     ) -> usize {
-        let json = checks::parse_stdout(&outcome);
+        let json = observe::parse_stdout(&outcome);
         let repro = Repro::from_invocation(inv, &self.base_env);
         let record = StepRecord::from_exec(name, repro, &outcome, json.as_ref().ok().cloned());
         self.observations.push(Observation {
@@ -739,7 +750,7 @@ impl ScenarioState<'_> {
         let parsed = crate::stream::parse(&obs.outcome.stdout.bytes);
         obs.json = match parsed.terminal {
             Some((_, terminal)) => Ok(terminal),
-            None => Err(checks::StdoutProblem::NoStreamTerminal),
+            None => Err(StdoutProblem::NoStreamTerminal),
         };
         obs.record.envelope = obs.json.as_ref().ok().cloned();
     }
@@ -1090,7 +1101,7 @@ impl ScenarioState<'_> {
         };
         for (rank, &i) in indices.iter().enumerate() {
             let obs = &self.observations[i];
-            findings.extend(checks::check_one(expect_one, obs, self));
+            findings.extend(self.check_one(expect_one, obs));
             if let Some((other, theirs)) = paired {
                 let theirs = theirs.get(rank).and_then(|&t| self.observations.get(t));
                 let finding = match obs.response() {
@@ -1167,7 +1178,7 @@ impl ScenarioState<'_> {
             let i = self.record(&c.name, format!("{}#{hop}", c.name), &inv, outcome);
             indices.push(i);
             if self.observations[i].exit_code() != Some(INCOMPLETE) {
-                let mut findings = checks::check_one(&c.expect, &self.observations[i], self);
+                let mut findings = self.check_one(&c.expect, &self.observations[i]);
                 let all: Vec<&Observation> =
                     indices.iter().map(|&i| &self.observations[i]).collect();
                 findings.extend(checks::check_all(&c.expect, &c.name, &all));
