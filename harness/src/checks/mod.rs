@@ -15,6 +15,8 @@ mod manifest;
 mod output;
 mod progress;
 mod stream;
+#[cfg(test)]
+mod tests;
 
 use std::collections::BTreeMap;
 use std::path::Path;
