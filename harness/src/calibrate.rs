@@ -166,7 +166,7 @@ pub fn measure(subject: &Subject, role_name: &str, keep: bool) -> Result<Calibra
             outcome.termination
         ));
     };
-    let response = crate::checks::parse_stdout(&outcome).map_err(|p| {
+    let response = crate::observe::parse_stdout(&outcome).map_err(|p| {
         format!("calibration of role `{role_name}` (--budget 0) gave no JSON response: {p:?}")
     })?;
     // A role is work that succeeds; a failing one is a profile (or tool) problem that

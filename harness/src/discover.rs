@@ -1,5 +1,5 @@
-//! Stage: discover. What the tool says about itself: `TOOL manifest`, read once per run, and
-//! the static registration rules of CONTRACT §2 checked on it.
+//! Stage: discover. What the tool says about itself: `TOOL manifest`, read once per run. (The
+//! static registration rules of CONTRACT §2 checked on it are checks: `checks::manifest`.)
 //!
 //! [`discover`] runs the manifest command once, in an empty prepared sandbox, bounded by
 //! [`DISCOVERY_LIMIT`]; `conform run` and `conform init` both start here. What went wrong, when
@@ -15,13 +15,11 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::exec::{self, Program, Termination};
+use crate::observe::{self, StdoutProblem};
 use crate::prepare::{self, Needs};
 use crate::profile::Profile;
-use crate::tool::Tool;
-
-use crate::outcome::Finding;
-use crate::scenario::ManifestRule;
 use crate::schemas::unwrap_manifest;
+use crate::tool::Tool;
 
 /// Bound on the manifest command (a manifest that takes longer is broken anyway).
 pub const DISCOVERY_LIMIT: Duration = Duration::from_secs(10);
@@ -70,7 +68,7 @@ pub enum DiscoveryError {
         /// Its exit code.
         code: i32,
         /// What stdout held instead.
-        problem: crate::checks::StdoutProblem,
+        problem: StdoutProblem,
     },
 }
 
@@ -97,7 +95,7 @@ pub fn discover(tool: &Tool, profile: &Profile) -> Result<Discovery, DiscoveryEr
         Termination::TimedOut => return Err(DiscoveryError::Hung { limit: DISCOVERY_LIMIT }),
         Termination::Signaled(signal) => return Err(DiscoveryError::Signaled(signal)),
     };
-    let response = crate::checks::parse_stdout(&outcome)
+    let response = observe::parse_stdout(&outcome)
         .map_err(|problem| DiscoveryError::NoJson { code, problem })?;
     let commands = Commands::from_manifest(&response);
     Ok(Discovery { response, commands })
@@ -178,154 +176,5 @@ impl Commands {
             let path = words[..n].join(".");
             self.by_path.get_key_value(&path).map(|(k, v)| (k.as_str(), v))
         })
-    }
-}
-
-/// Checks one registration rule on a manifest response; each violation is a finding naming the
-/// command and showing the offending entry.
-pub fn check_rule(rule: ManifestRule, response: &Value) -> Vec<Finding> {
-    let manifest = unwrap_manifest(response);
-    let Some(commands) = manifest.get("commands").and_then(Value::as_object) else {
-        return vec![
-            Finding::new("manifest-rule", "the manifest has no `commands` object")
-                .actual(compact(manifest)),
-        ];
-    };
-    let mut findings = Vec::new();
-    for (path, entry) in commands {
-        let interruption = entry.get("interruption").filter(|v| !v.is_null());
-        let danger = entry.get("danger_level").and_then(Value::as_str).unwrap_or("");
-        let writes = matches!(danger, "mutating" | "destructive");
-        let flags = entry.get("flags").and_then(Value::as_object);
-        let has_flag = |name: &str| flags.is_some_and(|f| f.contains_key(name));
-        let get_bool =
-            |v: Option<&Value>, k: &str| v.and_then(|v| v.get(k)).and_then(Value::as_bool);
-        let mut fail = |message: String, expected: &str, actual: String| {
-            findings.push(
-                Finding::new("manifest-rule", format!("command `{path}`: {message}"))
-                    .expected(expected.to_owned())
-                    .actual(actual),
-            );
-        };
-        match rule {
-            ManifestRule::DetachOrResume => {
-                if let Some(i) = interruption
-                    && get_bool(Some(i), "detach") != Some(true)
-                    && get_bool(Some(i), "resume") != Some(true)
-                {
-                    fail(
-                        "declares interruption with neither detach nor resume".into(),
-                        "detach: true or resume: true",
-                        compact(i),
-                    );
-                }
-            }
-            ManifestRule::IncompleteEntry => {
-                if let Some(i) = interruption
-                    && entry.get("exit_codes").and_then(|c| c.get("14")).is_none()
-                {
-                    fail(
-                        format!("declares interruption {} but no exit code \"14\"", compact(i)),
-                        "an exit_codes entry \"14\" (INCOMPLETE)",
-                        format!(
-                            "exit_codes keys: {}",
-                            entry
-                                .get("exit_codes")
-                                .and_then(Value::as_object)
-                                .map(|c| c.keys().cloned().collect::<Vec<_>>().join(", "))
-                                .unwrap_or_else(|| "none".into())
-                        ),
-                    );
-                }
-            }
-            ManifestRule::IncompleteEntryShape => {
-                if interruption.is_some()
-                    && let Some(e14) = entry.get("exit_codes").and_then(|c| c.get("14"))
-                {
-                    let retryable = e14.get("retryable").and_then(Value::as_bool);
-                    let side = e14.get("side_effects").and_then(Value::as_str);
-                    let (want_r, want_s) = if writes { (false, "partial") } else { (true, "none") };
-                    if retryable != Some(want_r) || side != Some(want_s) {
-                        fail(
-                            format!("the \"14\" entry of a {danger} command has the wrong shape"),
-                            &format!("retryable: {want_r}, side_effects: \"{want_s}\""),
-                            compact(e14),
-                        );
-                    }
-                }
-            }
-            ManifestRule::NotAsyncOrStreaming => {
-                if interruption.is_some() {
-                    let mut bad = Vec::new();
-                    for key in ["async", "streaming_default", "supports_streaming"] {
-                        if entry.get(key).and_then(Value::as_bool) == Some(true) {
-                            bad.push(format!("{key}: true"));
-                        }
-                    }
-                    if entry.get("stdout").and_then(Value::as_str) == Some("protocol") {
-                        bad.push("stdout: \"protocol\"".into());
-                    }
-                    if !bad.is_empty() {
-                        fail(
-                            "declares interruption together with a declaration that excludes it"
-                                .into(),
-                            "no async, streaming or protocol stdout beside interruption",
-                            bad.join(", "),
-                        );
-                    }
-                }
-            }
-            ManifestRule::ResumableWriterHasKey => {
-                if writes
-                    && get_bool(interruption, "resume") == Some(true)
-                    && !has_flag("idempotency-key")
-                {
-                    fail(
-                        format!("is {danger} and resumable but has no idempotency-key flag"),
-                        "an `idempotency-key` flag",
-                        format!(
-                            "flags: {}",
-                            flags
-                                .map(|f| f.keys().cloned().collect::<Vec<_>>().join(", "))
-                                .unwrap_or_default()
-                        ),
-                    );
-                }
-            }
-            ManifestRule::BudgetFlagOnlyWhenInterruptible => {
-                // CONTRACT §9: the `job.*` built-ins may show `--budget` either way.
-                if path == "job" || path.starts_with("job.") {
-                    continue;
-                }
-                match (interruption.is_some(), has_flag("budget")) {
-                    (true, false) => fail(
-                        "declares interruption but has no budget flag".into(),
-                        "a `budget` flag",
-                        "no `budget` flag".into(),
-                    ),
-                    (false, true) => fail(
-                        "has a budget flag but declares no interruption".into(),
-                        "no `budget` flag on a command without interruption",
-                        compact(flags.and_then(|f| f.get("budget")).unwrap_or(&Value::Null)),
-                    ),
-                    _ => {}
-                }
-            }
-        }
-    }
-    findings
-}
-
-/// A JSON value on one line, cut at a readable length.
-pub fn compact(value: &Value) -> String {
-    let text = value.to_string();
-    if text.len() > 400 {
-        let mut end = 400;
-        while !text.is_char_boundary(end) {
-            end -= 1;
-        }
-        format!("{}…", &text[..end])
-    } else {
-        text
     }
 }

@@ -330,6 +330,7 @@ pub mod exit;
 pub mod init;
 pub mod interrupt;
 pub mod levels;
+pub mod observe;
 pub mod outcome;
 pub mod plan;
 pub mod prepare;

@@ -567,6 +567,20 @@ pub fn millis(d: std::time::Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
+/// A JSON value on one line, cut at a readable length (for a finding's evidence).
+pub fn compact(value: &Value) -> String {
+    let text = value.to_string();
+    if text.len() > 400 {
+        let mut end = 400;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        format!("{}…", &text[..end])
+    } else {
+        text
+    }
+}
+
 /// What a baseline file said about a scenario (set by `baseline::Baseline::apply`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]

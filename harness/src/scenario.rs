@@ -601,6 +601,27 @@ impl Expect {
         .filter_map(|(key, step)| step.as_deref().map(|s| (key, s)))
         .collect()
     }
+
+    /// The duration expressions (`elapsed_max`, `elapsed_min`), which are interpolated too.
+    pub fn durations(&self) -> Vec<&str> {
+        [&self.elapsed_max, &self.elapsed_min].into_iter().filter_map(|e| e.as_deref()).collect()
+    }
+
+    /// The text templates of the pointer checks (string values and patterns), interpolated
+    /// before they are compared; the duration expressions are [`Expect::durations`].
+    pub fn templates(&self) -> Vec<&str> {
+        let mut out = Vec::new();
+        for p in &self.json {
+            out.extend(p.matches.as_deref());
+            let values = [&p.equals, &p.not_equals, &p.less_than, &p.at_least, &p.greater_than];
+            for value in values.into_iter().flatten() {
+                if let serde_json::Value::String(s) = value {
+                    out.push(s.as_str());
+                }
+            }
+        }
+        out
+    }
 }
 
 impl Step {
@@ -650,12 +671,14 @@ impl Step {
                 if let Some(k) = &s.kill_group {
                     out.push(&k.after);
                 }
-                expect_templates(&s.expect, &mut out);
+                out.extend(s.expect.durations());
+                out.extend(s.expect.templates());
             }
             Self::Continue(s) | Self::Cancel(s) => {
                 out.extend(s.env.values().map(String::as_str));
                 out.extend(s.limit.as_deref());
-                expect_templates(&s.expect, &mut out);
+                out.extend(s.expect.durations());
+                out.extend(s.expect.templates());
             }
             Self::KillWorker(_) => {}
             Self::Sleep(s) => out.push(&s.duration),
@@ -675,32 +698,16 @@ impl Step {
                 if let Some(k) = &s.kill_group {
                     out.push(&k.after);
                 }
-                out.extend(s.expect.elapsed_max.as_deref());
-                out.extend(s.expect.elapsed_min.as_deref());
+                out.extend(s.expect.durations());
             }
             Self::Continue(s) | Self::Cancel(s) => {
                 out.extend(s.limit.as_deref());
-                out.extend(s.expect.elapsed_max.as_deref());
-                out.extend(s.expect.elapsed_min.as_deref());
+                out.extend(s.expect.durations());
             }
             Self::KillWorker(_) | Self::Shell(_) => {}
             Self::Sleep(s) => out.push(&s.duration),
         }
         out
-    }
-}
-
-fn expect_templates<'a>(e: &'a Expect, out: &mut Vec<&'a str>) {
-    out.extend(e.elapsed_max.as_deref());
-    out.extend(e.elapsed_min.as_deref());
-    for p in &e.json {
-        out.extend(p.matches.as_deref());
-        let values = [&p.equals, &p.not_equals, &p.less_than, &p.at_least, &p.greater_than];
-        for value in values.into_iter().flatten() {
-            if let serde_json::Value::String(s) = value {
-                out.push(s);
-            }
-        }
     }
 }
 

@@ -4,8 +4,9 @@
 use std::ffi::OsString;
 
 use super::{DEFAULT_MAX_HOPS, INCOMPLETE, ScenarioState};
-use crate::checks::{self, Observation, Resolve};
+use crate::checks;
 use crate::exec::{self, Invocation, Program};
+use crate::observe::Observation;
 use crate::outcome::Finding;
 use crate::scenario::ShellStep;
 
@@ -72,7 +73,7 @@ impl ScenarioState<'_> {
             let i = self.record(&c.name, format!("{}#{hop}", c.name), &inv, outcome);
             indices.push(i);
             if self.observations[i].exit_code() != Some(INCOMPLETE) {
-                let mut findings = checks::check_one(&c.expect, &self.observations[i], self);
+                let mut findings = self.check_one(&c.expect, &self.observations[i]);
                 let all: Vec<&Observation> =
                     indices.iter().map(|&i| &self.observations[i]).collect();
                 findings.extend(checks::check_all(&c.expect, &c.name, &all));

@@ -9,7 +9,6 @@ use nix::sys::signal::killpg;
 use nix::unistd::Pid;
 
 use super::{DEFAULT_STEP_LIMIT, ScenarioState};
-use crate::checks::Resolve;
 use crate::exec::{self, Invocation, Program, StdinMode, Termination};
 use crate::outcome::{Finding, millis};
 use crate::scenario::{ProbeKind, RunStep, signal_by_name};

@@ -24,9 +24,10 @@ use nix::unistd::Pid;
 use serde_json::Value;
 
 use crate::calibrate::{Calibration, SLACK};
-use crate::checks::{self, Observation, Resolve};
+use crate::checks::{self, Resolved};
 use crate::discover::Subject;
 use crate::exec::{self, Invocation, Program, Termination};
+use crate::observe::{self, Observation, StdoutProblem};
 use crate::outcome::{Finding, Repro, StepRecord, millis};
 use crate::prepare::SETUP_LIMIT;
 use crate::sandbox::{self, Sandbox};
@@ -122,7 +123,8 @@ pub struct ScenarioState<'e> {
     current_role: Option<String>,
 }
 
-impl Resolve for ScenarioState<'_> {
+/// What the checks look at, resolved from the scenario's state before they run.
+impl ScenarioState<'_> {
     fn duration(&self, expr: &str) -> Result<Duration, String> {
         eval_duration(expr, |name| match name {
             CONSTANT_SLACK => Some(SLACK),
@@ -136,10 +138,6 @@ impl Resolve for ScenarioState<'_> {
 
     fn last_of(&self, step: &str) -> Option<&Observation> {
         self.last.get(step).and_then(|&i| self.observations.get(i))
-    }
-
-    fn history(&self) -> &[Observation] {
-        &self.observations
     }
 
     fn shell_words(&self, line: &str) -> Result<Vec<String>, String> {
@@ -176,6 +174,19 @@ impl Resolve for ScenarioState<'_> {
             _ => Err("the scenario has no calibrated role".into()),
         }
     }
+
+    /// Judges one observation against `expect`, with what its checks need resolved first.
+    fn check_one(&self, expect: &Expect, obs: &Observation) -> Vec<Finding> {
+        let resolved = Resolved::new(
+            expect,
+            obs,
+            |t| self.text(t),
+            |d| self.duration(d),
+            |l| self.shell_words(l),
+        );
+        let ctx = resolved.context(&self.observations, &self.last, self.calibrated());
+        checks::check_one(expect, obs, &ctx)
+    }
 }
 
 impl ScenarioState<'_> {
@@ -209,7 +220,7 @@ impl ScenarioState<'_> {
         inv: &Invocation,
         outcome: exec::Outcome,
     ) -> usize {
-        let json = checks::parse_stdout(&outcome);
+        let json = observe::parse_stdout(&outcome);
         let repro = Repro::from_invocation(inv, &self.base_env);
         let record = StepRecord::from_exec(name, repro, &outcome, json.as_ref().ok().cloned());
         self.observations.push(Observation {
@@ -230,7 +241,7 @@ impl ScenarioState<'_> {
         let parsed = crate::stream::parse(&obs.outcome.stdout.bytes);
         obs.json = match parsed.terminal {
             Some((_, terminal)) => Ok(terminal),
-            None => Err(checks::StdoutProblem::NoStreamTerminal),
+            None => Err(StdoutProblem::NoStreamTerminal),
         };
         obs.record.envelope = obs.json.as_ref().ok().cloned();
     }
@@ -322,7 +333,7 @@ impl ScenarioState<'_> {
         };
         for (rank, &i) in indices.iter().enumerate() {
             let obs = &self.observations[i];
-            findings.extend(checks::check_one(expect_one, obs, self));
+            findings.extend(self.check_one(expect_one, obs));
             if let Some((other, theirs)) = paired {
                 let theirs = theirs.get(rank).and_then(|&t| self.observations.get(t));
                 let finding = match obs.response() {

@@ -1,7 +1,8 @@
 //! The static registration rules of CONTRACT §2, each shown failing on a manifest that breaks
 //! it and passing on one that keeps it, bare or wrapped in an envelope.
 
-use conform::discover::{Commands, check_rule};
+use conform::checks::check_rule;
+use conform::discover::Commands;
 use conform::scenario::ManifestRule;
 use rstest::rstest;
 use serde_json::{Value, json};

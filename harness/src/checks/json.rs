@@ -1,0 +1,222 @@
+//! What the response says: `schema`, the `json` pointer checks, and across the responses of a
+//! step, `same` and `warnings`.
+
+use serde_json::Value;
+
+use super::Context;
+use crate::observe::Observation;
+use crate::outcome::{Finding, compact};
+use crate::scenario::{Expect, PointerCheck, template_vars};
+use crate::schemas;
+
+/// `schema`: the response validates against each named schema.
+pub(super) fn schema(
+    expect: &Expect,
+    _obs: &Observation,
+    response: &Value,
+    _ctx: &Context<'_>,
+) -> Vec<Finding> {
+    let Some(spec) = &expect.schema else { return Vec::new() };
+    let mut findings = Vec::new();
+    for name in spec.names() {
+        match schemas::violations(name, response) {
+            Ok(v) if v.is_empty() => {}
+            Ok(v) => findings.push(
+                Finding::new(
+                    "schema",
+                    format!("the response does not validate against {}", name.file()),
+                )
+                .expected(format!("a valid {}", name.file()))
+                .actual(v.iter().take(8).cloned().collect::<Vec<_>>().join("\n")),
+            ),
+            Err(e) => findings.push(Finding::new("schema", e.to_string())),
+        }
+    }
+    findings
+}
+
+/// `json`: every pointer check, in the order written.
+pub(super) fn json(
+    expect: &Expect,
+    _obs: &Observation,
+    response: &Value,
+    ctx: &Context<'_>,
+) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    for check in &expect.json {
+        pointer_check(check, response, ctx, &mut findings);
+    }
+    findings
+}
+
+fn pointer_check(
+    check: &PointerCheck,
+    response: &Value,
+    ctx: &Context<'_>,
+    findings: &mut Vec<Finding>,
+) {
+    let p = &check.pointer;
+    let value = response.pointer(p);
+    if let Some(present) = check.present {
+        match (present, value) {
+            (true, None) => findings.push(
+                Finding::new("json-pointer", format!("`{p}` is absent"))
+                    .expected(format!("`{p}` present"))
+                    .actual("absent"),
+            ),
+            (false, Some(v)) => findings.push(
+                Finding::new("json-pointer", format!("`{p}` is present"))
+                    .expected(format!("`{p}` absent"))
+                    .actual(compact(v)),
+            ),
+            _ => {}
+        }
+    }
+    if let Some(want) = &check.equals {
+        let templated = matches!(want, Value::String(s) if !template_vars(s).is_empty());
+        let want = match want {
+            Value::String(s) => match ctx.text(s) {
+                Ok(t) => Value::String(t),
+                Err(e) => {
+                    findings.push(Finding::new("json-pointer", e));
+                    return;
+                }
+            },
+            other => other.clone(),
+        };
+        // A template yields text; where the response holds a number (`{budget}` against
+        // `meta.budget_ms`), the text is read as that number.
+        let numeric_match = templated
+            && matches!((value, &want), (Some(Value::Number(n)), Value::String(t)) if n.to_string() == *t);
+        if value != Some(&want) && !numeric_match {
+            findings.push(
+                Finding::new(
+                    "json-pointer",
+                    match value {
+                        Some(_) => format!("`{p}` has the wrong value"),
+                        None => format!("`{p}` is absent"),
+                    },
+                )
+                .expected(compact(&want))
+                .actual(value.map_or_else(|| "absent".to_owned(), compact)),
+            );
+        }
+    }
+    if let Some(unwanted) = &check.not_equals {
+        let unwanted = match unwanted {
+            Value::String(s) => match ctx.text(s) {
+                Ok(t) => Value::String(t),
+                Err(e) => {
+                    findings.push(Finding::new("json-pointer", e));
+                    return;
+                }
+            },
+            other => other.clone(),
+        };
+        let same_number = matches!((value, &unwanted), (Some(Value::Number(n)), Value::String(t)) if n.to_string() == *t);
+        if value == Some(&unwanted) || same_number {
+            findings.push(
+                Finding::new("json-pointer", format!("`{p}` has the value it must not have"))
+                    .expected(format!("anything but {}", compact(&unwanted)))
+                    .actual(compact(&unwanted)),
+            );
+        }
+    }
+    for (key, bound, holds) in check.comparisons() {
+        let bound = match bound {
+            Value::String(t) => ctx.text(t).and_then(|t| {
+                t.trim()
+                    .parse::<f64>()
+                    .map_err(|_| format!("`{key}` of `{p}` is not a number: {t:?}"))
+            }),
+            other => other.as_f64().ok_or_else(|| format!("`{key}` of `{p}` is not a number")),
+        };
+        let bound = match bound {
+            Ok(b) => b,
+            Err(e) => {
+                findings.push(Finding::new("json-pointer", e));
+                continue;
+            }
+        };
+        let relation = key.replace('_', " ");
+        match value.and_then(Value::as_f64) {
+            Some(n) if n.partial_cmp(&bound).is_some_and(holds) => {}
+            _ => findings.push(
+                Finding::new("json-pointer", format!("`{p}` is not {relation} {bound}"))
+                    .expected(format!("a number {relation} {bound}"))
+                    .actual(value.map_or_else(|| "absent".to_owned(), compact)),
+            ),
+        }
+    }
+    if let Some(pattern) = &check.matches {
+        let regex =
+            ctx.text(pattern).and_then(|p| regex::Regex::new(&p).map_err(|e| e.to_string()));
+        match (regex, value.and_then(Value::as_str)) {
+            (Err(e), _) => findings.push(Finding::new("json-pointer", format!("bad pattern: {e}"))),
+            (Ok(re), Some(s)) if re.is_match(s) => {}
+            (Ok(re), _) => findings.push(
+                Finding::new("json-pointer", format!("`{p}` does not match /{re}/"))
+                    .expected(format!("a string matching /{re}/"))
+                    .actual(value.map_or_else(|| "absent".to_owned(), compact)),
+            ),
+        }
+    }
+}
+
+/// `warnings`: each code is the `code` of a `warnings` entry in at least one response.
+pub(super) fn warnings(expect: &Expect, observations: &[&Observation]) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    for code in &expect.warnings {
+        let seen = observations.iter().filter_map(|o| o.response()).any(|r| {
+            r.get("warnings").and_then(Value::as_array).is_some_and(|list| {
+                list.iter().any(|w| w.get("code").and_then(Value::as_str) == Some(code.as_str()))
+            })
+        });
+        if !seen {
+            let actual: Vec<String> = observations
+                .iter()
+                .map(|o| {
+                    o.response()
+                        .and_then(|r| r.get("warnings"))
+                        .map_or_else(|| "no warnings".to_owned(), compact)
+                })
+                .collect();
+            findings.push(
+                Finding::new("warning", format!("no response of the step warns `{code}`"))
+                    .expected(format!("a warnings entry with code {code}"))
+                    .actual(actual.join("\n")),
+            );
+        }
+    }
+    findings
+}
+
+/// `same`: each pointer has one value across the responses (copies, hops).
+pub(super) fn same(expect: &Expect, observations: &[&Observation]) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    for pointer in &expect.same {
+        let values: Vec<Option<&Value>> =
+            observations.iter().map(|o| o.response().and_then(|r| r.pointer(pointer))).collect();
+        let distinct: Vec<String> = {
+            let mut v: Vec<String> =
+                values.iter().map(|v| v.map_or_else(|| "absent".into(), compact)).collect();
+            v.sort();
+            v.dedup();
+            v
+        };
+        if values.iter().any(Option::is_none) || distinct.len() > 1 {
+            findings.push(
+                Finding::new(
+                    "same-value",
+                    format!(
+                        "`{pointer}` differs across the {} responses of the step",
+                        values.len()
+                    ),
+                )
+                .expected("one value in every response")
+                .actual(distinct.join("\n")),
+            );
+        }
+    }
+    findings
+}

@@ -1,0 +1,419 @@
+//! Stage: checks. Judges what a step did against its `expect` table.
+//!
+//! Every check is a pure function of an [`Observation`] and a [`Context`] of plain data that
+//! the step stage resolved before judging ([`Resolved`]: templates interpolated, durations
+//! evaluated, command lines split into words by `sh`), so no check runs a process or reads the
+//! runner's state. [`CHECKS`] is the one table from `expect` keys to check functions; its
+//! order is the order of the findings. A check produces [`Finding`]s (data, never panics); one
+//! whose subject is missing (no JSON on stdout, a pointer that is not there) says so as a
+//! finding. The vocabulary is listed in the manual (crate docs, "Checks").
+
+mod compare;
+mod exit;
+mod json;
+mod manifest;
+mod output;
+mod progress;
+mod stream;
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::Value;
+
+pub use compare::{core, same_response};
+pub use manifest::check_rule;
+pub use output::PIPE_RELEASE_GRACE;
+pub use progress::progress_findings;
+
+use crate::observe::{Observation, StdoutProblem};
+use crate::outcome::{Finding, ReproCommand};
+use crate::scenario::Expect;
+
+/// Everything a check may look at besides the observation, resolved by the step stage first.
+#[derive(Debug)]
+pub struct Context<'a> {
+    /// Every template of the step's `expect` (pointer-check values and patterns),
+    /// interpolated; by template text.
+    pub texts: &'a BTreeMap<String, Result<String, String>>,
+    /// Every duration expression of `expect` (`elapsed_max`, `elapsed_min`), evaluated.
+    pub durations: &'a BTreeMap<String, Result<Duration, String>>,
+    /// Every observation of the scenario so far, in order (this step's included).
+    pub history: &'a [Observation],
+    /// Index in `history` of each earlier step's last observation, by step name.
+    pub last: &'a BTreeMap<String, usize>,
+    /// The calibrated response of the role this step ran, with its sandbox root, or why none.
+    pub calibrated: Result<(&'a Value, &'a Path), String>,
+    /// The words `sh` makes of the command lines the checks asked for ([`lines_to_split`]).
+    pub words: &'a BTreeMap<String, Result<Vec<String>, String>>,
+}
+
+impl Context<'_> {
+    /// The interpolated template.
+    pub fn text(&self, template: &str) -> Result<String, String> {
+        self.texts.get(template).cloned().unwrap_or_else(|| Err(unresolved("template", template)))
+    }
+
+    /// The evaluated duration expression.
+    pub fn duration(&self, expr: &str) -> Result<Duration, String> {
+        self.durations
+            .get(expr)
+            .cloned()
+            .unwrap_or_else(|| Err(unresolved("duration expression", expr)))
+    }
+
+    /// The words of a command line.
+    pub fn words(&self, line: &str) -> Result<Vec<String>, String> {
+        self.words.get(line).cloned().unwrap_or_else(|| Err(unresolved("command line", line)))
+    }
+
+    /// The last observation of an earlier step.
+    pub fn last_of(&self, step: &str) -> Option<&Observation> {
+        self.last.get(step).and_then(|&i| self.history.get(i))
+    }
+}
+
+/// What a check says when the context lacks what it needs: the step stage enumerates its needs
+/// with [`Expect::templates`], [`Expect::durations`] and [`lines_to_split`], so this is a bug of
+/// conform, never of the tool.
+fn unresolved(what: &str, text: &str) -> String {
+    format!("conform did not resolve the {what} `{text}` before judging (a bug of conform)")
+}
+
+/// The command lines `continues_verbatim` compares as words: the response's
+/// `data.continue_command`, after the observation's own line when it ran one through `sh`.
+pub fn lines_to_split(expect: &Expect, obs: &Observation) -> Vec<String> {
+    if expect.continues_verbatim != Some(true) {
+        return Vec::new();
+    }
+    let Some(line) = obs.response().and_then(compare::continue_command) else {
+        return Vec::new();
+    };
+    let mut lines = Vec::new();
+    if let ReproCommand::Shell(own) = &obs.record.repro.command {
+        lines.push(own.clone());
+    }
+    lines.push(line.to_owned());
+    lines
+}
+
+/// The owned maps behind a [`Context`], built by the step stage before any check runs.
+#[derive(Debug, Clone, Default)]
+pub struct Resolved {
+    /// See [`Context::texts`].
+    pub texts: BTreeMap<String, Result<String, String>>,
+    /// See [`Context::durations`].
+    pub durations: BTreeMap<String, Result<Duration, String>>,
+    /// See [`Context::words`].
+    pub words: BTreeMap<String, Result<Vec<String>, String>>,
+}
+
+impl Resolved {
+    /// Resolves everything the checks of `expect` need for `obs`: each template with `text`,
+    /// each duration expression with `duration`, each command line with `split` (which may run
+    /// `sh`; it is called only for [`lines_to_split`]).
+    pub fn new(
+        expect: &Expect,
+        obs: &Observation,
+        text: impl Fn(&str) -> Result<String, String>,
+        duration: impl Fn(&str) -> Result<Duration, String>,
+        split: impl Fn(&str) -> Result<Vec<String>, String>,
+    ) -> Self {
+        let mut resolved = Resolved::default();
+        for t in expect.templates() {
+            resolved.texts.entry(t.to_owned()).or_insert_with(|| text(t));
+        }
+        for d in expect.durations() {
+            resolved.durations.entry(d.to_owned()).or_insert_with(|| duration(d));
+        }
+        for line in lines_to_split(expect, obs) {
+            if let std::collections::btree_map::Entry::Vacant(entry) = resolved.words.entry(line) {
+                let words = split(entry.key());
+                entry.insert(words);
+            }
+        }
+        resolved
+    }
+
+    /// The context of one observation: these maps with the scenario's state beside them.
+    pub fn context<'a>(
+        &'a self,
+        history: &'a [Observation],
+        last: &'a BTreeMap<String, usize>,
+        calibrated: Result<(&'a Value, &'a Path), String>,
+    ) -> Context<'a> {
+        Context {
+            texts: &self.texts,
+            durations: &self.durations,
+            history,
+            last,
+            calibrated,
+            words: &self.words,
+        }
+    }
+}
+
+/// A check of one observation.
+pub type ObservationCheck = fn(&Expect, &Observation, &Context<'_>) -> Vec<Finding>;
+/// A check of one observation's response (stdout as one JSON document).
+pub type ResponseCheck = fn(&Expect, &Observation, &Value, &Context<'_>) -> Vec<Finding>;
+/// A check of every observation of a step together (copies, hops).
+pub type StepCheck = fn(&Expect, &[&Observation]) -> Vec<Finding>;
+
+/// What a check looks at, and its function.
+#[derive(Clone, Copy)]
+pub enum Judge {
+    /// Each observation ([`check_one`]).
+    Observation(ObservationCheck),
+    /// Each observation's response ([`check_one`]); it does not run when stdout holds none.
+    Response(ResponseCheck),
+    /// All observations of the step at once ([`check_all`]).
+    Step(StepCheck),
+}
+
+/// One row of [`CHECKS`].
+#[derive(Clone, Copy)]
+pub struct Check {
+    /// The `expect` key that turns it on; `None` for a check every step gets (the timeout).
+    pub key: Option<&'static str>,
+    /// Whether `expect` turns it on.
+    pub active: fn(&Expect) -> bool,
+    /// Whether it needs stdout to hold one JSON document: when an active check does and stdout
+    /// holds none, that is one finding for the observation, where the response checks start.
+    pub needs_response: bool,
+    /// What it looks at, and its function.
+    pub judge: Judge,
+}
+
+/// Every check, in the order its findings are reported.
+pub const CHECKS: &[Check] = &[
+    Check {
+        key: Some("exit"),
+        active: |e| e.exit.is_some(),
+        needs_response: false,
+        judge: Judge::Observation(exit::exit),
+    },
+    Check {
+        key: Some("exit_not"),
+        active: |e| !e.exit_not.is_empty(),
+        needs_response: false,
+        judge: Judge::Observation(exit::exit_not),
+    },
+    Check {
+        key: None,
+        active: |_| true,
+        needs_response: false,
+        judge: Judge::Observation(exit::timeout),
+    },
+    Check {
+        key: Some("stream"),
+        active: |e| e.stream == Some(true),
+        needs_response: false,
+        judge: Judge::Observation(stream::stream),
+    },
+    Check {
+        key: Some("same_stdout_as"),
+        active: |e| e.same_stdout_as.is_some(),
+        needs_response: false,
+        judge: Judge::Observation(compare::same_stdout_as),
+    },
+    Check {
+        key: Some("stdout_differs_from"),
+        active: |e| e.stdout_differs_from.is_some(),
+        needs_response: false,
+        judge: Judge::Observation(compare::stdout_differs_from),
+    },
+    // These two compare `/data` whether or not stdout held one (saying which side lacks it),
+    // and also want stdout to hold one.
+    Check {
+        key: Some("same_data_as"),
+        active: |e| e.same_data_as.is_some(),
+        needs_response: true,
+        judge: Judge::Observation(compare::same_data_as),
+    },
+    Check {
+        key: Some("data_differs_from"),
+        active: |e| e.data_differs_from.is_some(),
+        needs_response: true,
+        judge: Judge::Observation(compare::data_differs_from),
+    },
+    Check {
+        key: Some("schema"),
+        active: |e| e.schema.is_some(),
+        needs_response: true,
+        judge: Judge::Response(json::schema),
+    },
+    Check {
+        key: Some("json"),
+        active: |e| !e.json.is_empty(),
+        needs_response: true,
+        judge: Judge::Response(json::json),
+    },
+    Check {
+        key: Some("continues_verbatim"),
+        active: |e| e.continues_verbatim == Some(true),
+        needs_response: true,
+        judge: Judge::Response(compare::continues_verbatim),
+    },
+    Check {
+        key: Some("differs_from"),
+        active: |e| !e.differs_from.is_empty(),
+        needs_response: true,
+        judge: Judge::Response(compare::differs_from),
+    },
+    Check {
+        key: Some("manifest_rules"),
+        active: |e| !e.manifest_rules.is_empty(),
+        needs_response: true,
+        judge: Judge::Response(manifest::manifest_rules),
+    },
+    Check {
+        key: Some("matches_calibrated"),
+        active: |e| e.matches_calibrated == Some(true),
+        needs_response: true,
+        judge: Judge::Response(compare::matches_calibrated),
+    },
+    Check {
+        key: Some("same_response_as"),
+        active: |e| e.same_response_as.is_some(),
+        needs_response: true,
+        judge: Judge::Response(compare::same_response_as),
+    },
+    Check {
+        key: Some("elapsed_max"),
+        active: |e| e.elapsed_max.is_some(),
+        needs_response: false,
+        judge: Judge::Observation(output::elapsed_max),
+    },
+    Check {
+        key: Some("elapsed_min"),
+        active: |e| e.elapsed_min.is_some(),
+        needs_response: false,
+        judge: Judge::Observation(output::elapsed_min),
+    },
+    Check {
+        key: Some("pipes_released"),
+        active: |e| e.pipes_released == Some(true),
+        needs_response: false,
+        judge: Judge::Observation(output::pipes_released),
+    },
+    Check {
+        key: Some("no_ansi"),
+        active: |e| !e.no_ansi.is_empty(),
+        needs_response: false,
+        judge: Judge::Observation(output::no_ansi),
+    },
+    Check {
+        key: Some("progress_monotonic"),
+        active: |e| e.progress_monotonic == Some(true),
+        needs_response: false,
+        judge: Judge::Observation(progress::progress_monotonic),
+    },
+    Check {
+        key: Some("no_prose"),
+        active: |e| e.no_prose == Some(true),
+        needs_response: false,
+        judge: Judge::Observation(output::no_prose),
+    },
+    Check {
+        key: Some("warnings"),
+        active: |e| !e.warnings.is_empty(),
+        needs_response: false,
+        judge: Judge::Step(json::warnings),
+    },
+    // Judged across the step, but each observation without a response is a finding of its own.
+    Check {
+        key: Some("same"),
+        active: |e| !e.same.is_empty(),
+        needs_response: true,
+        judge: Judge::Step(json::same),
+    },
+];
+
+/// Whether an active check of `expect` needs stdout to hold one JSON document.
+pub fn needs_response(expect: &Expect) -> bool {
+    CHECKS.iter().any(|c| c.needs_response && (c.active)(expect))
+}
+
+/// Judges one observation of a step (a copy, or the last hop of a loop) against `expect`.
+pub fn check_one(expect: &Expect, obs: &Observation, ctx: &Context<'_>) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    let mut response_checks_started = false;
+    for check in CHECKS {
+        match check.judge {
+            Judge::Observation(judge) => {
+                if (check.active)(expect) {
+                    findings.extend(judge(expect, obs, ctx));
+                }
+            }
+            Judge::Response(judge) => {
+                let response = match &obs.json {
+                    Ok(response) => response,
+                    Err(problem) => {
+                        if !response_checks_started && needs_response(expect) {
+                            findings.push(stdout_finding(problem, obs));
+                        }
+                        response_checks_started = true;
+                        continue;
+                    }
+                };
+                response_checks_started = true;
+                if (check.active)(expect) {
+                    findings.extend(judge(expect, obs, response, ctx));
+                }
+            }
+            Judge::Step(_) => {}
+        }
+    }
+    let step = &obs.record.name;
+    findings
+        .into_iter()
+        .map(|f| if f.step.is_some() { f } else { f.at_step(step.clone()) })
+        .collect()
+}
+
+/// Judges the checks that look at all observations of one step together (`warnings`, `same`).
+pub fn check_all(expect: &Expect, step: &str, observations: &[&Observation]) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    for check in CHECKS {
+        if let Judge::Step(judge) = check.judge
+            && (check.active)(expect)
+        {
+            findings.extend(judge(expect, observations).into_iter().map(|f| f.at_step(step)));
+        }
+    }
+    findings
+}
+
+fn stdout_finding(problem: &StdoutProblem, obs: &Observation) -> Finding {
+    let excerpt = obs.record.stdout.text.chars().take(300).collect::<String>();
+    match problem {
+        StdoutProblem::Empty => Finding::new("stdout-not-json", "stdout is empty")
+            .expected("one JSON envelope on stdout")
+            .actual("nothing"),
+        StdoutProblem::NotUtf8(at) => Finding::new(
+            "stdout-not-utf8",
+            format!("stdout is not UTF-8 (bad byte at offset {at})"),
+        )
+        .expected("one JSON envelope on stdout")
+        .actual(excerpt),
+        StdoutProblem::NotJson(e) => {
+            Finding::new("stdout-not-json", format!("stdout is not one JSON document: {e}"))
+                .expected("one JSON envelope on stdout")
+                .actual(excerpt)
+        }
+        StdoutProblem::Truncated(n) => Finding::new(
+            "stdout-not-json",
+            format!("stdout is {n} bytes, more than conform keeps; not one envelope"),
+        ),
+        StdoutProblem::NoStreamTerminal => Finding::new(
+            "stdout-not-json",
+            "the stream has no terminal line (a `_summary` or an error envelope) to judge",
+        )
+        .expected("a stream ending in a terminal line")
+        .actual(excerpt),
+    }
+}

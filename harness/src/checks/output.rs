@@ -1,0 +1,121 @@
+//! What the process wrote and how long it took: `no_ansi`, `no_prose`, `pipes_released`,
+//! `elapsed_max`, `elapsed_min`.
+
+use std::time::Duration;
+
+use super::Context;
+use crate::observe::{Observation, StdoutProblem};
+use crate::outcome::{Finding, millis};
+use crate::scenario::{Expect, Stream};
+
+/// After the process exited, stdout and stderr must reach end-of-file within this long for the
+/// caller to count as released (generous: the machine may be busy).
+pub const PIPE_RELEASE_GRACE: Duration = Duration::from_millis(1000);
+
+/// `elapsed_max`: the step took at most this long.
+pub(super) fn elapsed_max(expect: &Expect, obs: &Observation, ctx: &Context<'_>) -> Vec<Finding> {
+    let Some(expr) = &expect.elapsed_max else { return Vec::new() };
+    let elapsed = obs.outcome.elapsed;
+    match ctx.duration(expr) {
+        Ok(max) if elapsed > max => vec![
+            Finding::new(
+                "elapsed",
+                format!("took {} ms, more than {expr} = {} ms", millis(elapsed), millis(max)),
+            )
+            .expected(format!("≤ {} ms", millis(max)))
+            .actual(format!("{} ms", millis(elapsed))),
+        ],
+        Ok(_) => Vec::new(),
+        Err(e) => vec![Finding::new("elapsed", e)],
+    }
+}
+
+/// `elapsed_min`: the step took at least this long.
+pub(super) fn elapsed_min(expect: &Expect, obs: &Observation, ctx: &Context<'_>) -> Vec<Finding> {
+    let Some(expr) = &expect.elapsed_min else { return Vec::new() };
+    let elapsed = obs.outcome.elapsed;
+    match ctx.duration(expr) {
+        Ok(min) if elapsed < min => vec![
+            Finding::new(
+                "elapsed",
+                format!("took {} ms, less than {expr} = {} ms", millis(elapsed), millis(min)),
+            )
+            .expected(format!("≥ {} ms", millis(min)))
+            .actual(format!("{} ms", millis(elapsed))),
+        ],
+        Ok(_) => Vec::new(),
+        Err(e) => vec![Finding::new("elapsed", e)],
+    }
+}
+
+/// `pipes_released`: stdout and stderr reached end-of-file soon after the exit.
+pub(super) fn pipes_released(
+    expect: &Expect,
+    obs: &Observation,
+    _ctx: &Context<'_>,
+) -> Vec<Finding> {
+    if expect.pipes_released != Some(true) {
+        return Vec::new();
+    }
+    let elapsed = obs.outcome.elapsed;
+    match obs.outcome.pipes_closed_after {
+        Some(closed) if closed <= elapsed + PIPE_RELEASE_GRACE => Vec::new(),
+        Some(closed) => vec![
+            Finding::new(
+                "pipes-released",
+                format!(
+                    "stdout/stderr closed {} ms after the process exited",
+                    millis(closed.saturating_sub(elapsed))
+                ),
+            )
+            .expected(format!("closed within {} ms of the exit", millis(PIPE_RELEASE_GRACE)))
+            .actual(format!("closed after {} ms", millis(closed))),
+        ],
+        None => vec![
+            Finding::new(
+                "pipes-released",
+                "stdout/stderr stayed open after the process exited: the caller is not released",
+            )
+            .expected("end-of-file on stdout and stderr when the command returns")
+            .actual(format!("still open after the exit at {} ms", millis(elapsed))),
+        ],
+    }
+}
+
+/// `no_ansi`: these streams hold no ANSI escape sequence (one finding per stream, at the first).
+pub(super) fn no_ansi(expect: &Expect, obs: &Observation, _ctx: &Context<'_>) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    for stream in &expect.no_ansi {
+        let (label, captured) = match stream {
+            Stream::Stdout => ("stdout", &obs.outcome.stdout),
+            Stream::Stderr => ("stderr", &obs.outcome.stderr),
+        };
+        if let Some(at) = captured.bytes.windows(2).position(|w| w == b"\x1b[") {
+            let from = at.saturating_sub(40);
+            let excerpt =
+                String::from_utf8_lossy(&captured.bytes[from..(at + 40).min(captured.bytes.len())])
+                    .replace('\x1b', "\\e");
+            findings.push(
+                Finding::new("ansi", format!("{label} holds an ANSI escape sequence at byte {at}"))
+                    .expected(format!("plain text on {label}"))
+                    .actual(excerpt),
+            );
+        }
+    }
+    findings
+}
+
+/// `no_prose`: stdout is empty or one JSON document.
+pub(super) fn no_prose(expect: &Expect, obs: &Observation, _ctx: &Context<'_>) -> Vec<Finding> {
+    if expect.no_prose != Some(true) {
+        return Vec::new();
+    }
+    match &obs.json {
+        Ok(_) | Err(StdoutProblem::Empty) => Vec::new(),
+        Err(_) => vec![
+            Finding::new("prose", "stdout holds text that is not one JSON document")
+                .expected("nothing on stdout, or one JSON document (prose belongs on stderr)")
+                .actual(obs.record.stdout.text.chars().take(300).collect::<String>()),
+        ],
+    }
+}

@@ -1,0 +1,829 @@
+//! Every check judged in-process on observations built from parts, with a context of plain
+//! data: no process runs, no tool is needed.
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::*;
+use crate::embedded::SCHEMA_FILES;
+use crate::exec::{Captured, Outcome, Termination};
+use crate::observe::{Observation, StdoutProblem, parse_stdout};
+use crate::outcome::{Finding, Repro, ReproCommand, ReproStdin, StepRecord};
+use crate::scenario::{Expect, Var, walk_template};
+
+/// The parts of an observation a check can look at.
+struct Parts {
+    name: &'static str,
+    termination: Termination,
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
+    elapsed_ms: u64,
+    pipes_closed_after_ms: Option<u64>,
+    /// `None`: stdout parsed as one JSON document, as the runner does.
+    json: Option<Result<Value, StdoutProblem>>,
+    command: ReproCommand,
+    sandbox_root: &'static str,
+}
+
+impl Default for Parts {
+    fn default() -> Self {
+        Parts {
+            name: "call",
+            termination: Termination::Exited(0),
+            stdout: Vec::new(),
+            stderr: Vec::new(),
+            elapsed_ms: 10,
+            pipes_closed_after_ms: Some(10),
+            json: None,
+            command: ReproCommand::Argv(vec!["/bin/tool".into(), "analyze".into(), "a.csv".into()]),
+            sandbox_root: "/tmp/sandbox-a",
+        }
+    }
+}
+
+impl Parts {
+    fn build(self) -> Observation {
+        let captured = |bytes: Vec<u8>| Captured { total_len: bytes.len() as u64, bytes };
+        let outcome = Outcome {
+            termination: self.termination,
+            stdout_lines: self.stdout.iter().filter(|&&b| b == b'\n').count() as u64,
+            stdout: captured(self.stdout),
+            stderr: captured(self.stderr),
+            elapsed: Duration::from_millis(self.elapsed_ms),
+            pipes_closed_after: self.pipes_closed_after_ms.map(Duration::from_millis),
+            pid: 4242,
+            line_signal_sent_after: None,
+        };
+        let json = self.json.unwrap_or_else(|| parse_stdout(&outcome));
+        let repro = Repro {
+            env: BTreeMap::new(),
+            command: self.command,
+            stdin: ReproStdin::Closed,
+            cwd: None,
+        };
+        let record = StepRecord::from_exec(self.name, repro, &outcome, json.as_ref().ok().cloned());
+        Observation { record, outcome, json, sandbox_root: PathBuf::from(self.sandbox_root) }
+    }
+}
+
+/// A process that exited with `code` after writing `stdout`.
+fn exited(code: i32, stdout: &str) -> Observation {
+    Parts {
+        termination: Termination::Exited(code),
+        stdout: stdout.as_bytes().to_vec(),
+        ..Parts::default()
+    }
+    .build()
+}
+
+/// A process that answered `response` on stdout with its `meta.exit_code` (0 if none).
+fn responding(response: Value) -> Observation {
+    let code = response.pointer("/meta/exit_code").and_then(Value::as_i64).unwrap_or(0);
+    exited(i32::try_from(code).unwrap(), &response.to_string())
+}
+
+/// A valid success envelope with this `data`.
+fn envelope(data: Value) -> Value {
+    json!({ "ok": true, "data": data, "error": null, "warnings": [],
+            "meta": { "exit_code": 0, "duration_ms": 5 } })
+}
+
+fn expect(v: Value) -> Expect {
+    serde_json::from_value(v).unwrap()
+}
+
+/// Templates the test resolver knows: `{budget}` is 42, `{@first/data/id}` is `abc`.
+fn text(template: &str) -> Result<String, String> {
+    walk_template(template, |var| match var {
+        Var::Calibration(name) if name == "budget" => Some("42".into()),
+        Var::StepValue { step, pointer } if step == "first" && pointer == "/data/id" => {
+            Some("abc".into())
+        }
+        _ => None,
+    })
+}
+
+/// `Nms` or `Ns`; anything else fails.
+fn duration(expr: &str) -> Result<Duration, String> {
+    let bad = || format!("not a duration: {expr}");
+    if let Some(ms) = expr.strip_suffix("ms") {
+        return ms.parse().map(Duration::from_millis).map_err(|_| bad());
+    }
+    let s = expr.strip_suffix('s').ok_or_else(bad)?;
+    s.parse().map(Duration::from_secs).map_err(|_| bad())
+}
+
+/// Words by whitespace (what `sh` makes of lines without quotes); a `(` fails, as `sh` would.
+fn split(line: &str) -> Result<Vec<String>, String> {
+    if line.contains('(') {
+        return Err(format!("sh could not split `{line}` into words"));
+    }
+    Ok(line.split_whitespace().map(str::to_owned).collect())
+}
+
+/// The scenario as the checks see it: earlier observations and the calibrated response.
+#[derive(Default)]
+struct World {
+    history: Vec<Observation>,
+    last: BTreeMap<String, usize>,
+    calibrated: Option<(Value, PathBuf)>,
+}
+
+impl World {
+    /// With `obs` as the last observation of step `step`.
+    fn with(mut self, step: &str, obs: Observation) -> Self {
+        self.history.push(obs);
+        self.last.insert(step.to_owned(), self.history.len() - 1);
+        self
+    }
+
+    fn calibrated(mut self, response: Value, root: &str) -> Self {
+        self.calibrated = Some((response, PathBuf::from(root)));
+        self
+    }
+
+    fn judge_with(&self, expect: &Expect, obs: &Observation, resolved: &Resolved) -> Vec<Finding> {
+        let calibrated = match &self.calibrated {
+            Some((v, root)) => Ok((v, root.as_path())),
+            None => Err("the scenario has no calibrated role".to_owned()),
+        };
+        check_one(expect, obs, &resolved.context(&self.history, &self.last, calibrated))
+    }
+
+    /// `check_one`, with the context resolved by the test resolvers.
+    fn judge(&self, expect: &Expect, obs: &Observation) -> Vec<Finding> {
+        self.judge_with(expect, obs, &Resolved::new(expect, obs, text, duration, split))
+    }
+}
+
+fn judge(expect: &Expect, obs: &Observation) -> Vec<Finding> {
+    World::default().judge(expect, obs)
+}
+
+fn names(findings: &[Finding]) -> Vec<&str> {
+    findings.iter().map(|f| f.check.as_str()).collect()
+}
+
+/// The one finding there is.
+fn only(findings: Vec<Finding>) -> Finding {
+    assert_eq!(findings.len(), 1, "{findings:#?}");
+    findings.into_iter().next().unwrap()
+}
+
+// ---- the table ----
+
+fn schema_keys() -> BTreeSet<String> {
+    let (_, text) = SCHEMA_FILES.iter().find(|(f, _)| *f == "scenario.json").unwrap();
+    let schema: Value = serde_json::from_str(text).unwrap();
+    schema["definitions"]["Expect"]["properties"].as_object().unwrap().keys().cloned().collect()
+}
+
+fn table_keys() -> BTreeSet<String> {
+    CHECKS.iter().filter_map(|c| c.key).map(str::to_owned).collect()
+}
+
+#[test]
+fn the_table_has_one_row_for_every_key_of_expect() {
+    let serde_keys: BTreeSet<String> = serde_json::to_value(Expect::default())
+        .unwrap()
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect();
+    assert_eq!(table_keys(), schema_keys());
+    assert_eq!(table_keys(), serde_keys);
+    let keyed = CHECKS.iter().filter(|c| c.key.is_some()).count();
+    assert_eq!(keyed, table_keys().len(), "a key has two rows");
+}
+
+/// A value for each key, turning on its check.
+fn sample(key: &str) -> Value {
+    match key {
+        "exit" => json!(0),
+        "exit_not" => json!([1]),
+        "schema" => json!("envelope"),
+        "json" => json!([{ "pointer": "/ok", "equals": true }]),
+        "elapsed_max" | "elapsed_min" => json!("1s"),
+        "same" => json!(["/ok"]),
+        "manifest_rules" => json!(["detach-or-resume"]),
+        "differs_from" => json!([{ "step": "other", "pointer": "/data/id" }]),
+        "no_ansi" => json!(["stdout"]),
+        "warnings" => json!(["W"]),
+        "same_response_as"
+        | "same_stdout_as"
+        | "stdout_differs_from"
+        | "same_data_as"
+        | "data_differs_from" => json!("other"),
+        _ => json!(true),
+    }
+}
+
+#[test]
+fn each_key_alone_turns_on_its_row_and_no_other() {
+    for key in schema_keys() {
+        let e = expect(Value::Object([(key.clone(), sample(&key))].into_iter().collect()));
+        let on: Vec<Option<&str>> =
+            CHECKS.iter().filter(|c| (c.active)(&e)).map(|c| c.key).collect();
+        let keyed: Vec<&str> = on.iter().flatten().copied().collect();
+        assert_eq!(keyed, [key.as_str()], "`{key}` alone");
+        assert!(on.contains(&None), "the timeout is always judged");
+    }
+    let nothing = Expect::default();
+    assert!(CHECKS.iter().filter(|c| (c.active)(&nothing)).all(|c| c.key.is_none()));
+    let off = expect(json!({ "stream": false, "no_prose": false, "continues_verbatim": false }));
+    assert!(CHECKS.iter().filter(|c| (c.active)(&off)).all(|c| c.key.is_none()));
+}
+
+#[test]
+fn the_checks_that_need_a_response_are_those_that_always_did() {
+    let needing: BTreeSet<&str> =
+        CHECKS.iter().filter(|c| c.needs_response).filter_map(|c| c.key).collect();
+    let before = [
+        "schema",
+        "same_data_as",
+        "data_differs_from",
+        "continues_verbatim",
+        "differs_from",
+        "json",
+        "matches_calibrated",
+        "same_response_as",
+        "same",
+        "manifest_rules",
+    ];
+    assert_eq!(needing, before.into_iter().collect());
+    for c in CHECKS {
+        if let Judge::Response(_) = c.judge {
+            assert!(c.needs_response, "{:?} judges the response but does not need it", c.key);
+        }
+    }
+    assert!(needs_response(&expect(json!({ "same": ["/ok"] }))));
+    assert!(!needs_response(&expect(json!({ "exit": 0, "warnings": ["W"] }))));
+}
+
+#[test]
+fn findings_come_in_the_order_of_the_table() {
+    // Everything wrong at once with a non-JSON stdout.
+    let obs = Parts {
+        termination: Termination::Exited(3),
+        stdout: b"\x1b[1mhello\n".to_vec(),
+        elapsed_ms: 50,
+        pipes_closed_after_ms: None,
+        ..Parts::default()
+    }
+    .build();
+    let e = expect(json!({
+        "exit": 0, "exit_not": [3], "stream": true, "same_stdout_as": "gone",
+        "schema": "envelope", "json": [{ "pointer": "/ok", "equals": true }],
+        "elapsed_max": "1ms", "pipes_released": true, "no_ansi": ["stdout"], "no_prose": true,
+    }));
+    let found = judge(&e, &obs);
+    let mut order = names(&found);
+    order.dedup();
+    assert_eq!(
+        order,
+        [
+            "exit-code",
+            "stream",
+            "same-stdout-as",
+            "stdout-not-json",
+            "elapsed",
+            "pipes-released",
+            "ansi",
+            "prose"
+        ]
+    );
+    assert_eq!(found.iter().filter(|f| f.check == "exit-code").count(), 2);
+    assert!(found.iter().all(|f| f.step.as_deref() == Some("call")));
+
+    // Everything wrong at once with a JSON response.
+    let obs = responding(json!({ "ok": "yes" }));
+    let e = expect(json!({
+        "schema": "envelope", "json": [{ "pointer": "/ok", "equals": true }],
+        "continues_verbatim": true, "differs_from": [{ "step": "gone", "pointer": "/id" }],
+        "manifest_rules": ["detach-or-resume"], "matches_calibrated": true,
+        "same_response_as": "gone",
+    }));
+    assert_eq!(
+        names(&judge(&e, &obs)),
+        [
+            "schema",
+            "json-pointer",
+            "continue-command",
+            "unlike",
+            "manifest-rule",
+            "calibrated-equality",
+            "same-response"
+        ]
+    );
+}
+
+#[test]
+fn stdout_without_a_response_is_one_finding_however_many_checks_need_one() {
+    let e = expect(json!({
+        "exit": 0, "schema": "envelope", "json": [{ "pointer": "/ok", "present": true }],
+        "same_data_as": "earlier", "same": ["/ok"],
+    }));
+    let world = World::default().with("earlier", responding(envelope(json!({ "n": 1 }))));
+    let found = world.judge(&e, &exited(0, "not json"));
+    assert_eq!(names(&found), ["same-data", "stdout-not-json"]);
+    assert!(found[1].message.starts_with("stdout is not one JSON document"));
+    // Only `same` needs a response: the finding still comes where the response checks start.
+    let e = expect(json!({ "same": ["/ok"], "elapsed_max": "1ms" }));
+    let empty = Parts { elapsed_ms: 5, ..Parts::default() }.build();
+    let found = judge(&e, &empty);
+    assert_eq!(names(&found), ["stdout-not-json", "elapsed"]);
+    assert_eq!(found[0].message, "stdout is empty");
+    assert_eq!(found[0].actual.as_deref(), Some("nothing"));
+    // A check that needs none says nothing about stdout.
+    assert!(judge(&expect(json!({ "exit": 0 })), &empty).is_empty());
+}
+
+#[test]
+fn each_kind_of_stdout_problem_has_its_own_finding() {
+    let e = expect(json!({ "schema": "envelope" }));
+    let problem = |json: StdoutProblem| {
+        only(judge(
+            &e,
+            &Parts { stdout: b"\xff".to_vec(), json: Some(Err(json)), ..Parts::default() }.build(),
+        ))
+    };
+    assert_eq!(problem(StdoutProblem::NotUtf8(0)).check, "stdout-not-utf8");
+    assert!(problem(StdoutProblem::Truncated(9)).message.contains("9 bytes"));
+    assert!(problem(StdoutProblem::NoStreamTerminal).message.contains("no terminal line"));
+}
+
+// ---- what the step stage resolves ----
+
+#[test]
+fn the_step_stage_resolves_everything_the_checks_ask_for() {
+    let e = expect(json!({
+        "json": [
+            { "pointer": "/data/n", "equals": "{budget}", "not_equals": "{@first/data/id}", "less_than": "100",
+              "at_least": "{budget}", "greater_than": 0 },
+            { "pointer": "/data/id", "equals": "abc", "matches": "^{@first/data/id}$" },
+        ],
+        "elapsed_max": "5s", "elapsed_min": "1ms", "continues_verbatim": true,
+    }));
+    let obs = Parts {
+        stdout: envelope(json!({ "n": 42, "id": "abc", "continue_command": "/bin/tool go --x" }))
+            .to_string()
+            .into_bytes(),
+        command: ReproCommand::Shell("/bin/tool go --x".into()),
+        ..Parts::default()
+    }
+    .build();
+    let asked = RefCell::new(Vec::new());
+    let resolved = Resolved::new(
+        &e,
+        &obs,
+        |t| {
+            asked.borrow_mut().push(format!("text {t}"));
+            text(t)
+        },
+        |d| {
+            asked.borrow_mut().push(format!("duration {d}"));
+            duration(d)
+        },
+        |l| {
+            asked.borrow_mut().push(format!("split {l}"));
+            split(l)
+        },
+    );
+    // Each thing once, even when it is asked for twice.
+    assert_eq!(
+        asked.into_inner(),
+        [
+            "text {budget}",
+            "text {@first/data/id}",
+            "text 100",
+            "text ^{@first/data/id}$",
+            "text abc",
+            "duration 5s",
+            "duration 1ms",
+            "split /bin/tool go --x"
+        ]
+    );
+    let found = World::default().judge_with(&e, &obs, &resolved);
+    assert!(found.is_empty(), "{found:#?}");
+}
+
+#[test]
+fn what_the_step_stage_did_not_resolve_is_a_finding_about_conform() {
+    let e = expect(json!({
+        "json": [{ "pointer": "/data/n", "equals": "{budget}" }],
+        "elapsed_max": "5s", "continues_verbatim": true,
+    }));
+    let obs =
+        responding(envelope(json!({ "n": 42, "continue_command": "/bin/tool analyze a.csv" })));
+    let found = World::default().judge_with(&e, &obs, &Resolved::default());
+    assert_eq!(names(&found), ["json-pointer", "continue-command", "elapsed"]);
+    for f in &found {
+        assert!(f.message.contains("did not resolve") && f.message.contains("bug of conform"));
+    }
+    assert!(found[0].message.contains("`{budget}`"));
+}
+
+#[test]
+fn only_continues_verbatim_asks_sh_for_words() {
+    let response = envelope(json!({ "continue_command": "/bin/tool analyze a.csv" }));
+    let argv = responding(response.clone());
+    let on = expect(json!({ "continues_verbatim": true }));
+    assert_eq!(lines_to_split(&on, &argv), ["/bin/tool analyze a.csv"]);
+    assert!(lines_to_split(&expect(json!({ "continues_verbatim": false })), &argv).is_empty());
+    assert!(lines_to_split(&Expect::default(), &argv).is_empty());
+    assert!(lines_to_split(&on, &exited(0, "")).is_empty());
+    let shell = Parts {
+        stdout: response.to_string().into_bytes(),
+        command: ReproCommand::Shell("cd w && tool analyze".into()),
+        ..Parts::default()
+    }
+    .build();
+    assert_eq!(lines_to_split(&on, &shell), ["cd w && tool analyze", "/bin/tool analyze a.csv"]);
+}
+
+// ---- exit.rs ----
+
+#[test]
+fn exit_holds_for_the_code_or_one_of_the_list() {
+    assert!(judge(&expect(json!({ "exit": 0 })), &exited(0, "")).is_empty());
+    assert!(judge(&expect(json!({ "exit": [0, 14] })), &exited(14, "")).is_empty());
+    let f = only(judge(&expect(json!({ "exit": 0 })), &exited(2, "")));
+    assert_eq!((f.check.as_str(), f.message.as_str()), ("exit-code", "exit 2, expected exit 0"));
+    let f = only(judge(&expect(json!({ "exit": [0, 14] })), &exited(1, "")));
+    assert_eq!(f.expected.as_deref(), Some("exit in [0, 14]"));
+    let signaled = Parts { termination: Termination::Signaled(9), ..Parts::default() }.build();
+    assert_eq!(
+        only(judge(&expect(json!({ "exit": 0 })), &signaled)).actual.as_deref(),
+        Some("signal 9")
+    );
+}
+
+#[test]
+fn exit_not_wants_an_exit_by_itself_with_another_code() {
+    let e = expect(json!({ "exit_not": [1, 2] }));
+    assert!(judge(&e, &exited(0, "")).is_empty());
+    let f = only(judge(&e, &exited(2, "")));
+    assert_eq!(f.message, "exit 2 is one it must not be");
+    assert_eq!(f.expected.as_deref(), Some("not exit in [1, 2]"));
+    let killed = Parts { termination: Termination::Signaled(15), ..Parts::default() }.build();
+    assert_eq!(only(judge(&e, &killed)).message, "the process did not exit by itself (signal 15)");
+}
+
+#[test]
+fn every_step_is_judged_on_its_timeout() {
+    assert!(judge(&Expect::default(), &exited(1, "")).is_empty());
+    let timed_out =
+        Parts { termination: Termination::TimedOut, elapsed_ms: 3000, ..Parts::default() }.build();
+    let f = only(judge(&Expect::default(), &timed_out));
+    assert_eq!(f.check, "timeout");
+    assert!(f.message.ends_with("killed after 3000 ms"));
+}
+
+// ---- output.rs ----
+
+#[test]
+fn elapsed_bounds_hold_inclusively() {
+    let obs = Parts { elapsed_ms: 100, ..Parts::default() }.build();
+    assert!(
+        judge(&expect(json!({ "elapsed_max": "100ms", "elapsed_min": "100ms" })), &obs).is_empty()
+    );
+    let f = only(judge(&expect(json!({ "elapsed_max": "99ms" })), &obs));
+    assert_eq!(f.message, "took 100 ms, more than 99ms = 99 ms");
+    assert_eq!((f.expected.as_deref(), f.actual.as_deref()), (Some("≤ 99 ms"), Some("100 ms")));
+    let f = only(judge(&expect(json!({ "elapsed_min": "1s" })), &obs));
+    assert_eq!(f.message, "took 100 ms, less than 1s = 1000 ms");
+    let f = only(judge(&expect(json!({ "elapsed_max": "soon" })), &obs));
+    assert_eq!((f.check.as_str(), f.message.as_str()), ("elapsed", "not a duration: soon"));
+}
+
+#[test]
+fn pipes_released_allows_a_grace_after_the_exit() {
+    let e = expect(json!({ "pipes_released": true }));
+    let closing = |after: Option<u64>| {
+        Parts { elapsed_ms: 100, pipes_closed_after_ms: after, ..Parts::default() }.build()
+    };
+    assert!(judge(&e, &closing(Some(1100))).is_empty());
+    let f = only(judge(&e, &closing(Some(1101))));
+    assert_eq!(f.message, "stdout/stderr closed 1001 ms after the process exited");
+    let f = only(judge(&e, &closing(None)));
+    assert_eq!(f.actual.as_deref(), Some("still open after the exit at 100 ms"));
+    assert!(judge(&expect(json!({ "pipes_released": false })), &closing(None)).is_empty());
+}
+
+#[test]
+fn no_ansi_finds_an_escape_on_the_streams_named() {
+    let obs =
+        Parts { stdout: b"{}".to_vec(), stderr: b"warn \x1b[31mred".to_vec(), ..Parts::default() }
+            .build();
+    assert!(judge(&expect(json!({ "no_ansi": ["stdout"] })), &obs).is_empty());
+    let f = only(judge(&expect(json!({ "no_ansi": ["stdout", "stderr"] })), &obs));
+    assert_eq!(f.message, "stderr holds an ANSI escape sequence at byte 5");
+    assert_eq!(f.actual.as_deref(), Some("warn \\e[31mred"));
+}
+
+#[test]
+fn no_prose_allows_nothing_or_one_document() {
+    let e = expect(json!({ "no_prose": true }));
+    assert!(judge(&e, &exited(0, "")).is_empty());
+    assert!(judge(&e, &exited(0, "{\"ok\":true}")).is_empty());
+    let f = only(judge(&e, &exited(0, "Usage: tool [OPTIONS]")));
+    assert_eq!((f.check.as_str(), f.actual.as_deref()), ("prose", Some("Usage: tool [OPTIONS]")));
+}
+
+// ---- json.rs ----
+
+#[test]
+fn schema_validates_the_response_against_each_schema_named() {
+    let good = responding(envelope(json!({ "n": 1 })));
+    assert!(judge(&expect(json!({ "schema": "envelope" })), &good).is_empty());
+    assert!(judge(&expect(json!({ "schema": ["envelope"] })), &good).is_empty());
+    let f =
+        only(judge(&expect(json!({ "schema": "envelope" })), &responding(json!({ "ok": true }))));
+    assert_eq!(f.message, "the response does not validate against response-envelope.json");
+    assert!(f.actual.unwrap().contains("at `/`"));
+}
+
+#[test]
+fn pointer_checks_compare_present_equal_and_unequal_values() {
+    let obs = responding(envelope(json!({ "state": "done", "n": 42, "id": "abc" })));
+    let pass = expect(json!({ "json": [
+        { "pointer": "/data/state", "present": true, "equals": "done", "not_equals": "running" },
+        { "pointer": "/data/gone", "present": false },
+        { "pointer": "/data/n", "equals": "{budget}" },
+        { "pointer": "/data/id", "equals": "{@first/data/id}", "matches": "^a.c$" },
+    ] }));
+    assert!(judge(&pass, &obs).is_empty(), "{:#?}", judge(&pass, &obs));
+    let fail = expect(json!({ "json": [
+        { "pointer": "/data/gone", "present": true },
+        { "pointer": "/data/state", "present": false },
+        { "pointer": "/data/state", "equals": "running" },
+        { "pointer": "/data/gone", "equals": 1 },
+        { "pointer": "/data/n", "not_equals": "{budget}" },
+        { "pointer": "/data/n", "equals": "42" },
+        { "pointer": "/data/id", "matches": "^x" },
+    ] }));
+    let messages: Vec<String> = judge(&fail, &obs).into_iter().map(|f| f.message).collect();
+    assert_eq!(
+        messages,
+        [
+            "`/data/gone` is absent",
+            "`/data/state` is present",
+            "`/data/state` has the wrong value",
+            "`/data/gone` is absent",
+            "`/data/n` has the value it must not have",
+            // Text read as a number only when it came from a template.
+            "`/data/n` has the wrong value",
+            "`/data/id` does not match /^x/",
+        ]
+    );
+}
+
+#[test]
+fn pointer_checks_compare_numbers_with_numbers_or_templates() {
+    let obs = responding(envelope(json!({ "n": 5 })));
+    let pass = expect(json!({ "json": [
+        { "pointer": "/data/n", "less_than": "{budget}", "at_least": 5, "greater_than": "4" },
+    ] }));
+    assert!(judge(&pass, &obs).is_empty());
+    let fail = expect(json!({ "json": [
+        { "pointer": "/data/n", "less_than": 5, "at_least": "6", "greater_than": "{budget}" },
+        { "pointer": "/data/gone", "at_least": 0 },
+        { "pointer": "/data/n", "less_than": "{@first/data/id}" },
+        { "pointer": "/data/n", "equals": "{@gone/x}", "less_than": 9 },
+        { "pointer": "/data/n", "matches": "(" },
+    ] }));
+    let messages: Vec<String> = judge(&fail, &obs).into_iter().map(|f| f.message).collect();
+    assert_eq!(
+        messages[..4],
+        [
+            "`/data/n` is not less than 5",
+            "`/data/n` is not at least 6",
+            "`/data/n` is not greater than 42",
+            "`/data/gone` is not at least 0",
+        ]
+    );
+    assert_eq!(messages[4], "`less_than` of `/data/n` is not a number: \"abc\"");
+    // A template that does not resolve ends that pointer's check.
+    assert_eq!(messages[5], "no value for `{@gone/x}`");
+    assert!(messages[6].starts_with("bad pattern: "), "{messages:#?}");
+    assert_eq!(messages.len(), 7);
+}
+
+#[test]
+fn warnings_wants_each_code_in_some_response_of_the_step() {
+    let warned = |code: &str| {
+        let mut r = envelope(json!({}));
+        r["warnings"] = json!([{ "code": code, "message": "m" }]);
+        responding(r)
+    };
+    let (a, b) = (warned("SLOW"), responding(envelope(json!({}))));
+    let e = expect(json!({ "warnings": ["SLOW"] }));
+    assert!(check_all(&e, "step", &[&b, &a]).is_empty());
+    let f = only(check_all(&expect(json!({ "warnings": ["LATE"] })), "step", &[&a, &b]));
+    assert_eq!(f.message, "no response of the step warns `LATE`");
+    assert_eq!(f.actual.as_deref(), Some("[{\"code\":\"SLOW\",\"message\":\"m\"}]\n[]"));
+    assert_eq!(f.step.as_deref(), Some("step"));
+}
+
+#[test]
+fn same_wants_one_value_in_every_response_of_the_step() {
+    let job = |id: &str| responding(envelope(json!({ "job_id": id })));
+    let e = expect(json!({ "same": ["/data/job_id"] }));
+    let (a, b, c) = (job("j1"), job("j1"), job("j2"));
+    assert!(check_all(&e, "copies", &[&a, &b]).is_empty());
+    let f = only(check_all(&e, "copies", &[&a, &b, &c]));
+    assert_eq!(f.message, "`/data/job_id` differs across the 3 responses of the step");
+    assert_eq!(f.actual.as_deref(), Some("\"j1\"\n\"j2\""));
+    let none = exited(0, "");
+    assert_eq!(
+        only(check_all(&e, "copies", &[&a, &none])).actual.as_deref(),
+        Some("\"j1\"\nabsent")
+    );
+    // check_one leaves `same` to check_all.
+    assert_eq!(names(&judge(&e, &a)), Vec::<&str>::new());
+}
+
+// ---- compare.rs ----
+
+#[test]
+fn same_response_as_compares_after_redaction() {
+    let at = |root: &'static str| {
+        let r = envelope(json!({ "out": format!("{root}/work/out.csv") }));
+        Parts { stdout: r.to_string().into_bytes(), sandbox_root: root, ..Parts::default() }.build()
+    };
+    let world = World::default().with("first", at("/tmp/sandbox-b"));
+    let e = expect(json!({ "same_response_as": "first" }));
+    assert!(world.judge(&e, &at("/tmp/sandbox-a")).is_empty());
+    let other = responding(envelope(json!({ "out": "elsewhere" })));
+    let f = only(world.judge(&e, &other));
+    assert_eq!(f.message, "the response differs from step `first`'s");
+    let f = only(World::default().judge(&e, &other));
+    assert_eq!(f.message, "step `first` has no JSON response to compare with");
+}
+
+#[test]
+fn matches_calibrated_compares_ok_data_error_and_exit_code() {
+    let e = expect(json!({ "matches_calibrated": true }));
+    let mut calibrated = envelope(json!({ "rows": 3 }));
+    calibrated["meta"]["duration_ms"] = json!(9000);
+    let world = World::default().calibrated(calibrated, "/tmp/calibration");
+    assert!(world.judge(&e, &responding(envelope(json!({ "rows": 3 })))).is_empty());
+    let f = only(world.judge(&e, &responding(envelope(json!({ "rows": 2 })))));
+    assert_eq!(f.check, "calibrated-equality");
+    assert!(f.expected.unwrap().contains("\"rows\": 3"));
+    let f = only(judge(&e, &responding(envelope(json!({})))));
+    assert_eq!(f.message, "the scenario has no calibrated role");
+}
+
+#[test]
+fn differs_from_wants_random_looking_strings() {
+    let id = |s: &str| responding(envelope(json!({ "id": s })));
+    let e = expect(json!({ "differs_from": [{ "step": "first", "pointer": "/data/id" }] }));
+    let world = World::default().with("first", id("job-0a1b2c3d4e5f6071"));
+    assert!(world.judge(&e, &id("job-f9e8d7c6b5a49382")).is_empty());
+    let f = only(world.judge(&e, &id("job-0a1b2c3d4e5f6072")));
+    assert_eq!(f.check, "unlike");
+    assert!(f.message.contains("in only 1 places"));
+    let f = only(World::default().judge(&e, &id("x")));
+    assert_eq!(f.message, "`/data/id` is not a string in this response and in step `first`'s");
+}
+
+#[test]
+fn continues_verbatim_wants_the_invocation_maybe_with_a_key() {
+    let e = expect(json!({ "continues_verbatim": true }));
+    let continuing = |line: &str| responding(envelope(json!({ "continue_command": line })));
+    assert!(judge(&e, &continuing("/bin/tool analyze a.csv")).is_empty());
+    assert!(judge(&e, &continuing("/bin/tool analyze a.csv --idempotency-key k1")).is_empty());
+    assert!(judge(&e, &continuing("/bin/tool analyze --idempotency-key=k1 a.csv")).is_empty());
+    let f = only(judge(&e, &continuing("/bin/tool analyze b.csv")));
+    assert_eq!(f.expected.as_deref(), Some("/bin/tool\nanalyze\na.csv"));
+    assert_eq!(f.actual.as_deref(), Some("/bin/tool\nanalyze\nb.csv"));
+    let f = only(judge(&e, &continuing("/bin/tool analyze (")));
+    assert_eq!(f.message, "sh could not split `/bin/tool analyze (` into words");
+    let f = only(judge(&e, &responding(envelope(json!({})))));
+    assert_eq!(f.message, "the response has no `data.continue_command`");
+    // A continuation run through `sh` is compared as the words of its own line.
+    let shell = |own: &str| {
+        Parts {
+            stdout: envelope(json!({ "continue_command": "tool go --budget 1s" }))
+                .to_string()
+                .into_bytes(),
+            command: ReproCommand::Shell(own.into()),
+            ..Parts::default()
+        }
+        .build()
+    };
+    assert!(judge(&e, &shell("tool  go --budget 1s")).is_empty());
+    assert_eq!(only(judge(&e, &shell("tool go"))).check, "continue-command");
+}
+
+#[test]
+fn stdout_comparisons_go_byte_for_byte() {
+    let world = World::default().with("first", exited(0, "abc\n"));
+    let same = expect(json!({ "same_stdout_as": "first" }));
+    let differs = expect(json!({ "stdout_differs_from": "first" }));
+    assert!(world.judge(&same, &exited(0, "abc\n")).is_empty());
+    assert!(world.judge(&differs, &exited(0, "abd\n")).is_empty());
+    let f = only(world.judge(&same, &exited(0, "abd\n")));
+    assert_eq!(f.message, "stdout differs from step `first`'s from byte 2 on (4 vs 4 bytes)");
+    assert_eq!(
+        f.expected.as_deref(),
+        Some("this step: analyze a.csv\nstep `first`: analyze a.csv\nstdout from byte 2: c\n")
+    );
+    let f = only(world.judge(&differs, &exited(0, "abc\n")));
+    assert_eq!(f.message, "stdout is byte for byte step `first`'s (4 bytes)");
+    let f = only(World::default().judge(&differs, &exited(0, "")));
+    assert_eq!(
+        (f.check.as_str(), f.message.as_str()),
+        ("stdout-differs-from", "step `first` produced nothing to compare with")
+    );
+}
+
+#[test]
+fn data_comparisons_show_where_data_parts() {
+    let data = |d: Value| responding(envelope(d));
+    let world = World::default().with("first", data(json!({ "a": { "b": [1, 2] }, "c": 1 })));
+    let same = expect(json!({ "same_data_as": "first" }));
+    let differs = expect(json!({ "data_differs_from": "first" }));
+    assert!(world.judge(&same, &data(json!({ "c": 1, "a": { "b": [1, 2] } }))).is_empty());
+    assert!(world.judge(&differs, &data(json!({ "c": 2 }))).is_empty());
+    let f = only(world.judge(&same, &data(json!({ "a": { "b": [1, 3] }, "c": 1 }))));
+    assert_eq!(f.message, "`/data` differs from step `first`'s at `/data/a/b/1`");
+    let f = only(world.judge(&differs, &data(json!({ "a": { "b": [1, 2] }, "c": 1 }))));
+    assert_eq!(f.message, "`/data` is the same as step `first`'s");
+    let f = only(world.judge(&differs, &responding(json!({ "ok": true }))));
+    assert_eq!(f.message, "no `/data` to compare with step `first`'s");
+    assert!(f.actual.unwrap().starts_with("this step's data: absent; "));
+}
+
+// ---- progress.rs ----
+
+#[test]
+fn progress_never_goes_back_within_a_job() {
+    let at = |name: &'static str, job: &str, done: Value| {
+        let r = envelope(json!({ "job_id": job, "progress": { "done": done } }));
+        Parts { name, stdout: r.to_string().into_bytes(), ..Parts::default() }.build()
+    };
+    let e = expect(json!({ "progress_monotonic": true }));
+    let world = World::default()
+        .with("a", at("a", "j1", json!(3)))
+        .with("b", at("b", "j2", json!(1)))
+        .with("c", at("c", "j1", json!(3)));
+    let current = world.history[2].clone();
+    assert!(world.judge(&e, &current).is_empty());
+    let world = world.with("d", at("d", "j1", json!(2))).with("e", at("e", "j1", json!(-1)));
+    let current = world.history[4].clone();
+    let found = world.judge(&e, &current);
+    assert_eq!(found.len(), 2, "{found:#?}");
+    assert_eq!(found[0].message, "`data.progress.done` went back from 3 (step `c`) to 2");
+    assert_eq!(found[0].step.as_deref(), Some("d"), "named where it went back");
+    assert_eq!(found[1].message, "`data.progress.done` is not a whole number ≥ 0");
+    assert_eq!(found[1].step.as_deref(), Some("e"));
+}
+
+// ---- stream.rs ----
+
+#[test]
+fn stream_keeps_the_rules_of_a_jsonl_stream() {
+    let e = expect(json!({ "stream": true }));
+    let good = "{\"n\":1}\n{\"heartbeat\":true}\n{\"_summary\":true}\n";
+    assert!(judge(&e, &exited(0, good)).is_empty());
+    let found = judge(&e, &exited(3, good));
+    assert_eq!(only(found).message, "line 3: a summary, but the exit is 3");
+    let found = judge(&e, &exited(0, "{\"n\":1}\nnot json\n"));
+    assert!(found.len() >= 2 && found.iter().all(|f| f.check == "stream"), "{found:#?}");
+    assert_eq!(found[0].expected.as_deref(), Some("a JSONL stream keeping REQ-O-004"));
+    // Killed at its deadline: the runner says so, the stream check does not repeat it.
+    let killed = Parts {
+        termination: Termination::TimedOut,
+        stdout: b"{\"n\":1}\n".to_vec(),
+        ..Parts::default()
+    }
+    .build();
+    assert_eq!(names(&judge(&e, &killed)).iter().filter(|n| **n == "stream").count(), 1);
+}
+
+// ---- manifest.rs ----
+
+#[test]
+fn manifest_rules_judge_the_manifest_in_the_response() {
+    let manifest = |interruption: Value| {
+        responding(json!({ "commands": { "analyze": {
+            "danger_level": "safe", "interruption": interruption,
+        } } }))
+    };
+    let e = expect(json!({ "manifest_rules": ["detach-or-resume"] }));
+    assert!(judge(&e, &manifest(json!({ "detach": true, "resume": false }))).is_empty());
+    let f = only(judge(&e, &manifest(json!({ "detach": false, "resume": false }))));
+    assert_eq!(
+        f.message,
+        "command `analyze`: declares interruption with neither detach nor resume"
+    );
+    let f = only(judge(&e, &responding(json!({ "name": "tool" }))));
+    assert_eq!(f.message, "the manifest has no `commands` object");
+}
