@@ -7,6 +7,7 @@ use std::io::Write;
 use std::time::Instant;
 
 use conform::event::RunInfo;
+use conform::outcome::FindingKind;
 use conform::outcome::{
     Ended, Excerpt, Finding, Repro, ReproCommand, ReproStdin, ScenarioResult, Status, StepRecord,
 };
@@ -68,7 +69,7 @@ fn results() -> Vec<ScenarioResult> {
             let status = if i % 10 == 0 { Status::Fail } else { Status::Pass };
             let findings = if status == Status::Fail {
                 vec![
-                    Finding::new("calibrated-equality", "differs")
+                    Finding::new(FindingKind::CalibratedEquality, "differs")
                         .expected("{\n  \"a\": 1,\n  \"b\": 2\n}")
                         .actual("{\n  \"a\": 1,\n  \"b\": 3\n}")
                         .at_step("step1"),
@@ -165,8 +166,14 @@ fn main() {
             let _ = compare.apply(r, &Redactor::new());
         }
     });
-    let drifted =
-        again.iter().filter(|r| r.findings.iter().any(|f| f.check.starts_with("snapshot"))).count();
+    let drifted = again
+        .iter()
+        .filter(|r| {
+            r.findings.iter().any(|f| {
+                matches!(f.check, FindingKind::SnapshotDrift | FindingKind::SnapshotMissing)
+            })
+        })
+        .count();
     let mut stdout = std::io::stdout().lock();
     let _ = writeln!(stdout, "snapshot findings on an unchanged rerun: {drifted} (want 0)");
 }

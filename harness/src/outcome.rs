@@ -218,13 +218,134 @@ impl Status {
     }
 }
 
+/// What kind of check a finding comes from. Its kebab-case word (`exit-code`, `schema`, ...)
+/// is the finding's `check` in every report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FindingKind {
+    /// An ANSI escape sequence where plain text is due.
+    Ansi,
+    /// A response unlike the one the work gives with `--budget 0`.
+    CalibratedEquality,
+    /// `data.continue_command` is not the original invocation.
+    ContinueCommand,
+    /// The work did not end within the hop limit of a continue loop.
+    ContinueLoop,
+    /// `/data` equal where it must differ.
+    DataDiffers,
+    /// A step took longer (or shorter) than its bound.
+    Elapsed,
+    /// An exit code other than the one due.
+    ExitCode,
+    /// A value of the response is absent, present or wrong.
+    JsonPointer,
+    /// No detached worker to kill was found.
+    KillWorker,
+    /// A process of the scenario outlived it and its cancels.
+    LeakedProcess,
+    /// A static registration rule the manifest breaks.
+    ManifestRule,
+    /// A response lacks the command line a step runs next.
+    MissingCommand,
+    /// stdout/stderr stayed open after the process exited.
+    PipesReleased,
+    /// `data.progress.done` went back or is not a whole number.
+    ProgressMonotonic,
+    /// Prose on stdout.
+    Prose,
+    /// `/data` differs where it must be equal.
+    SameData,
+    /// A response differs from an earlier step's.
+    SameResponse,
+    /// stdout differs from an earlier step's.
+    SameStdout,
+    /// A pointer has more than one value across a step's responses.
+    SameValue,
+    /// A response does not validate against its schema.
+    Schema,
+    /// A scenario's shell line failed.
+    Shell,
+    /// A normalized response drifted from its snapshot.
+    SnapshotDrift,
+    /// No snapshot was recorded yet.
+    SnapshotMissing,
+    /// stdout equal where it must differ.
+    StdoutDiffers,
+    /// stdout does not hold one JSON document.
+    StdoutNotJson,
+    /// stdout is not UTF-8.
+    StdoutNotUtf8,
+    /// A JSONL stream breaks its contract.
+    Stream,
+    /// A stream still ran at its deadline.
+    StreamDeadline,
+    /// A stream ended before its signal could be sent.
+    StreamSignal,
+    /// A step outlived its limit and was killed.
+    Timeout,
+    /// Ids that look counted or timed, not random.
+    Unlike,
+    /// An expected warning code is missing.
+    Warning,
+}
+
+impl FindingKind {
+    /// The kebab-case word reports use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FindingKind::Ansi => "ansi",
+            FindingKind::CalibratedEquality => "calibrated-equality",
+            FindingKind::ContinueCommand => "continue-command",
+            FindingKind::ContinueLoop => "continue-loop",
+            FindingKind::DataDiffers => "data-differs",
+            FindingKind::Elapsed => "elapsed",
+            FindingKind::ExitCode => "exit-code",
+            FindingKind::JsonPointer => "json-pointer",
+            FindingKind::KillWorker => "kill-worker",
+            FindingKind::LeakedProcess => "leaked-process",
+            FindingKind::ManifestRule => "manifest-rule",
+            FindingKind::MissingCommand => "missing-command",
+            FindingKind::PipesReleased => "pipes-released",
+            FindingKind::ProgressMonotonic => "progress-monotonic",
+            FindingKind::Prose => "prose",
+            FindingKind::SameData => "same-data",
+            FindingKind::SameResponse => "same-response",
+            FindingKind::SameStdout => "same-stdout",
+            FindingKind::SameValue => "same-value",
+            FindingKind::Schema => "schema",
+            FindingKind::Shell => "shell",
+            FindingKind::SnapshotDrift => "snapshot-drift",
+            FindingKind::SnapshotMissing => "snapshot-missing",
+            FindingKind::StdoutDiffers => "stdout-differs",
+            FindingKind::StdoutNotJson => "stdout-not-json",
+            FindingKind::StdoutNotUtf8 => "stdout-not-utf8",
+            FindingKind::Stream => "stream",
+            FindingKind::StreamDeadline => "stream-deadline",
+            FindingKind::StreamSignal => "stream-signal",
+            FindingKind::Timeout => "timeout",
+            FindingKind::Unlike => "unlike",
+            FindingKind::Warning => "warning",
+        }
+    }
+}
+
+impl fmt::Display for FindingKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq<&str> for FindingKind {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
 /// One failed check, with its evidence.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Finding {
-    /// The kind of check, e.g. `exit-code`, `schema`, `json-pointer`, `elapsed`,
-    /// `progress-monotonic`, `calibrated-equality`, `pipes-released`, `leaked-process`,
-    /// `stdout-not-json`, `stdout-not-utf8`, `snapshot-drift`.
-    pub check: String,
+    /// The kind of check.
+    pub check: FindingKind,
     /// What was wrong, in one sentence.
     pub message: String,
     /// What the contract asks for, if it can be shown.
@@ -240,14 +361,8 @@ pub struct Finding {
 
 impl Finding {
     /// A finding of kind `check` with this message and no evidence yet.
-    pub fn new(check: impl Into<String>, message: impl Into<String>) -> Self {
-        Finding {
-            check: check.into(),
-            message: message.into(),
-            expected: None,
-            actual: None,
-            step: None,
-        }
+    pub fn new(check: FindingKind, message: impl Into<String>) -> Self {
+        Finding { check, message: message.into(), expected: None, actual: None, step: None }
     }
 
     /// Adds what was expected.

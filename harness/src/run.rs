@@ -16,6 +16,7 @@ use std::time::Instant;
 use crate::calibrate::{self, Calibration, Calibrator};
 use crate::discover::{Commands, Subject};
 use crate::event::{Event, EventSender};
+use crate::outcome::FindingKind;
 use crate::outcome::{Finding, ScenarioResult, SkipReason, Status, millis};
 use crate::plan::Planned;
 use crate::prepare::{self, Needs};
@@ -208,7 +209,7 @@ impl Engine {
         for leak in sandbox.sweep() {
             findings.push(
                 Finding::new(
-                    "leaked-process",
+                    FindingKind::LeakedProcess,
                     format!(
                         "process {} still ran after the scenario and its cancels (killed now)",
                         leak.pid

@@ -29,6 +29,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use crate::outcome::FindingKind;
 use crate::outcome::{Ended, Finding, Note, ReproCommand, ScenarioResult, Status, StepRecord};
 use crate::redact::{Redactor, job_ids_in_command};
 
@@ -189,7 +190,7 @@ impl SnapshotStore {
                 Comparison::Matched => {}
                 Comparison::Drifted { stored, current } => findings.push(
                     Finding::new(
-                        "snapshot-drift",
+                        FindingKind::SnapshotDrift,
                         format!(
                             "the normalized response differs from the snapshot {} (run with --update to accept it)",
                             path.display()
@@ -201,7 +202,7 @@ impl SnapshotStore {
                 ),
                 Comparison::Missing => findings.push(
                     Finding::new(
-                        "snapshot-missing",
+                        FindingKind::SnapshotMissing,
                         format!(
                             "no snapshot {} yet (run with --update to record it)",
                             path.display()

@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use super::Context;
 use crate::observe::Observation;
+use crate::outcome::FindingKind;
 use crate::outcome::{Finding, ReproCommand, compact};
 use crate::redact::Redactor;
 use crate::scenario::{Expect, UNLIKE_MIN_CHARS};
@@ -35,13 +36,16 @@ pub fn same_response(
             let want = core(&Redactor::new().with_sandbox_root(root).redact(theirs));
             let got = core(&Redactor::new().with_sandbox_root(&obs.sandbox_root).redact(response));
             (want != got).then(|| {
-                Finding::new("same-response", format!("the response differs from step `{other}`'s"))
-                    .expected(pretty(&want))
-                    .actual(pretty(&got))
+                Finding::new(
+                    FindingKind::SameResponse,
+                    format!("the response differs from step `{other}`'s"),
+                )
+                .expected(pretty(&want))
+                .actual(pretty(&got))
             })
         }
         _ => Some(Finding::new(
-            "same-response",
+            FindingKind::SameResponse,
             format!("step `{other}` has no JSON response to compare with"),
         )),
     }
@@ -66,14 +70,14 @@ pub(super) fn matches_calibrated(
             }
             vec![
                 Finding::new(
-                    "calibrated-equality",
+                    FindingKind::CalibratedEquality,
                     "the response differs from the one the work gives with --budget 0",
                 )
                 .expected(pretty(&want))
                 .actual(pretty(&got)),
             ]
         }
-        Err(e) => vec![Finding::new("calibrated-equality", e.clone())],
+        Err(e) => vec![Finding::new(FindingKind::CalibratedEquality, e.clone())],
     }
 }
 
@@ -111,7 +115,7 @@ pub(super) fn differs_from(
                 if differing < UNLIKE_MIN_CHARS {
                     findings.push(
                         Finding::new(
-                            "unlike",
+                            FindingKind::Unlike,
                             format!(
                                 "`{}` differs from step `{}`'s in only {differing} places: it looks counted or timed, not random",
                                 d.pointer, d.step
@@ -123,7 +127,7 @@ pub(super) fn differs_from(
                 }
             }
             _ => findings.push(Finding::new(
-                "unlike",
+                FindingKind::Unlike,
                 format!(
                     "`{}` is not a string in this response and in step `{}`'s",
                     d.pointer, d.step
@@ -147,7 +151,7 @@ pub(super) fn continues_verbatim(
     }
     let Some(line) = continue_command(response) else {
         return vec![Finding::new(
-            "continue-command",
+            FindingKind::ContinueCommand,
             "the response has no `data.continue_command`",
         )];
     };
@@ -157,7 +161,7 @@ pub(super) fn continues_verbatim(
     };
     let (original, words) = match (original, ctx.words(line)) {
         (Ok(o), Ok(w)) => (o, w),
-        (Err(e), _) | (_, Err(e)) => return vec![Finding::new("continue-command", e)],
+        (Err(e), _) | (_, Err(e)) => return vec![Finding::new(FindingKind::ContinueCommand, e)],
     };
     let without_key = strip_key(&words);
     if words == original || without_key == original {
@@ -165,7 +169,7 @@ pub(super) fn continues_verbatim(
     }
     vec![
         Finding::new(
-            "continue-command",
+            FindingKind::ContinueCommand,
             "data.continue_command is not the original invocation (an idempotency key aside)",
         )
         .expected(original.join("\n"))
@@ -240,13 +244,22 @@ fn invocation_words(obs: &Observation) -> String {
     }
 }
 
+/// The kind of the findings of one output comparison.
+fn output_kind(key: &str) -> FindingKind {
+    match key {
+        "same_stdout_as" => FindingKind::SameStdout,
+        "stdout_differs_from" => FindingKind::StdoutDiffers,
+        "same_data_as" => FindingKind::SameData,
+        _ => FindingKind::DataDiffers,
+    }
+}
+
 /// One of the output comparisons (`key`) of this observation against the last one of step
 /// `other`; each finding shows both invocations and where they part.
 fn compare_output(key: &str, other: &str, obs: &Observation, ctx: &Context<'_>) -> Vec<Finding> {
     let Some(theirs) = ctx.last_of(other) else {
-        let check = key.replace('_', "-");
         return vec![Finding::new(
-            check,
+            output_kind(key),
             format!("step `{other}` produced nothing to compare with"),
         )];
     };
@@ -265,7 +278,7 @@ fn compare_output(key: &str, other: &str, obs: &Observation, ctx: &Context<'_>) 
                     .unwrap_or(a.len().min(b.len()));
                 findings.push(
                     Finding::new(
-                        "same-stdout",
+                        FindingKind::SameStdout,
                         format!(
                             "stdout differs from step `{other}`'s from byte {at} on ({} vs {} bytes)",
                             a.len(),
@@ -278,7 +291,7 @@ fn compare_output(key: &str, other: &str, obs: &Observation, ctx: &Context<'_>) 
             } else if key == "stdout_differs_from" && equal {
                 findings.push(
                     Finding::new(
-                        "stdout-differs",
+                        FindingKind::StdoutDiffers,
                         format!("stdout is byte for byte step `{other}`'s ({} bytes)", a.len()),
                     )
                     .expected(format!("{both}\ndifferent stdout"))
@@ -290,22 +303,24 @@ fn compare_output(key: &str, other: &str, obs: &Observation, ctx: &Context<'_>) 
             let my_data = obs.response().and_then(|r| r.get("data"));
             let their_data = theirs.response().and_then(|r| r.get("data"));
             let (Some(a), Some(b)) = (my_data, their_data) else {
-                let check = if key == "same_data_as" { "same-data" } else { "data-differs" };
                 return vec![
-                    Finding::new(check, format!("no `/data` to compare with step `{other}`'s"))
-                        .expected(both)
-                        .actual(format!(
-                            "this step's data: {}; step `{other}`'s: {}",
-                            my_data.map_or_else(|| "absent".into(), compact),
-                            their_data.map_or_else(|| "absent".into(), compact)
-                        )),
+                    Finding::new(
+                        output_kind(key),
+                        format!("no `/data` to compare with step `{other}`'s"),
+                    )
+                    .expected(both)
+                    .actual(format!(
+                        "this step's data: {}; step `{other}`'s: {}",
+                        my_data.map_or_else(|| "absent".into(), compact),
+                        their_data.map_or_else(|| "absent".into(), compact)
+                    )),
                 ];
             };
             if key == "same_data_as" && a != b {
                 let at = first_difference(a, b, String::new());
                 findings.push(
                     Finding::new(
-                        "same-data",
+                        FindingKind::SameData,
                         format!("`/data` differs from step `{other}`'s at `/data{at}`"),
                     )
                     .expected(format!("{both}\n{}", excerpt_of(b)))
@@ -314,7 +329,7 @@ fn compare_output(key: &str, other: &str, obs: &Observation, ctx: &Context<'_>) 
             } else if key == "data_differs_from" && a == b {
                 findings.push(
                     Finding::new(
-                        "data-differs",
+                        FindingKind::DataDiffers,
                         format!("`/data` is the same as step `{other}`'s"),
                     )
                     .expected(format!("{both}\na different `/data`"))

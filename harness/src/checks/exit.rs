@@ -3,6 +3,7 @@
 use super::Context;
 use crate::exec::Termination;
 use crate::observe::Observation;
+use crate::outcome::FindingKind;
 use crate::outcome::{Finding, millis};
 use crate::scenario::Expect;
 
@@ -15,7 +16,7 @@ pub(super) fn exit(expect: &Expect, obs: &Observation, _ctx: &Context<'_>) -> Ve
     }
     let ended = obs.record.ended.to_string();
     vec![
-        Finding::new("exit-code", format!("{ended}, expected {}", show_codes(&codes)))
+        Finding::new(FindingKind::ExitCode, format!("{ended}, expected {}", show_codes(&codes)))
             .expected(show_codes(&codes))
             .actual(ended),
     ]
@@ -29,15 +30,18 @@ pub(super) fn exit_not(expect: &Expect, obs: &Observation, _ctx: &Context<'_>) -
     let ended = obs.record.ended.to_string();
     match obs.exit_code() {
         Some(c) if expect.exit_not.contains(&c) => vec![
-            Finding::new("exit-code", format!("exit {c} is one it must not be"))
+            Finding::new(FindingKind::ExitCode, format!("exit {c} is one it must not be"))
                 .expected(format!("not {}", show_codes(&expect.exit_not)))
                 .actual(ended),
         ],
         Some(_) => Vec::new(),
         None => vec![
-            Finding::new("exit-code", format!("the process did not exit by itself ({ended})"))
-                .expected(format!("an exit code other than {}", show_codes(&expect.exit_not)))
-                .actual(ended),
+            Finding::new(
+                FindingKind::ExitCode,
+                format!("the process did not exit by itself ({ended})"),
+            )
+            .expected(format!("an exit code other than {}", show_codes(&expect.exit_not)))
+            .actual(ended),
         ],
     }
 }
@@ -49,7 +53,7 @@ pub(super) fn timeout(_expect: &Expect, obs: &Observation, _ctx: &Context<'_>) -
     }
     vec![
         Finding::new(
-            "timeout",
+            FindingKind::Timeout,
             format!(
                 "the step outlived its limit (the scenario's, or the profile's kit timeout_seconds) and its process group was killed after {} ms",
                 millis(obs.outcome.elapsed)

@@ -5,6 +5,7 @@ use serde_json::Value;
 
 use super::Context;
 use crate::observe::Observation;
+use crate::outcome::FindingKind;
 use crate::outcome::{Finding, compact};
 use crate::scenario::{Expect, PointerCheck, template_vars};
 use crate::schemas;
@@ -23,13 +24,13 @@ pub(super) fn schema(
             Ok(v) if v.is_empty() => {}
             Ok(v) => findings.push(
                 Finding::new(
-                    "schema",
+                    FindingKind::Schema,
                     format!("the response does not validate against {}", name.file()),
                 )
                 .expected(format!("a valid {}", name.file()))
                 .actual(v.iter().take(8).cloned().collect::<Vec<_>>().join("\n")),
             ),
-            Err(e) => findings.push(Finding::new("schema", e.to_string())),
+            Err(e) => findings.push(Finding::new(FindingKind::Schema, e.to_string())),
         }
     }
     findings
@@ -60,12 +61,12 @@ fn pointer_check(
     if let Some(present) = check.present {
         match (present, value) {
             (true, None) => findings.push(
-                Finding::new("json-pointer", format!("`{p}` is absent"))
+                Finding::new(FindingKind::JsonPointer, format!("`{p}` is absent"))
                     .expected(format!("`{p}` present"))
                     .actual("absent"),
             ),
             (false, Some(v)) => findings.push(
-                Finding::new("json-pointer", format!("`{p}` is present"))
+                Finding::new(FindingKind::JsonPointer, format!("`{p}` is present"))
                     .expected(format!("`{p}` absent"))
                     .actual(compact(v)),
             ),
@@ -78,7 +79,7 @@ fn pointer_check(
             Value::String(s) => match ctx.text(s) {
                 Ok(t) => Value::String(t),
                 Err(e) => {
-                    findings.push(Finding::new("json-pointer", e));
+                    findings.push(Finding::new(FindingKind::JsonPointer, e));
                     return;
                 }
             },
@@ -91,7 +92,7 @@ fn pointer_check(
         if value != Some(&want) && !numeric_match {
             findings.push(
                 Finding::new(
-                    "json-pointer",
+                    FindingKind::JsonPointer,
                     match value {
                         Some(_) => format!("`{p}` has the wrong value"),
                         None => format!("`{p}` is absent"),
@@ -107,7 +108,7 @@ fn pointer_check(
             Value::String(s) => match ctx.text(s) {
                 Ok(t) => Value::String(t),
                 Err(e) => {
-                    findings.push(Finding::new("json-pointer", e));
+                    findings.push(Finding::new(FindingKind::JsonPointer, e));
                     return;
                 }
             },
@@ -116,9 +117,12 @@ fn pointer_check(
         let same_number = matches!((value, &unwanted), (Some(Value::Number(n)), Value::String(t)) if n.to_string() == *t);
         if value == Some(&unwanted) || same_number {
             findings.push(
-                Finding::new("json-pointer", format!("`{p}` has the value it must not have"))
-                    .expected(format!("anything but {}", compact(&unwanted)))
-                    .actual(compact(&unwanted)),
+                Finding::new(
+                    FindingKind::JsonPointer,
+                    format!("`{p}` has the value it must not have"),
+                )
+                .expected(format!("anything but {}", compact(&unwanted)))
+                .actual(compact(&unwanted)),
             );
         }
     }
@@ -134,7 +138,7 @@ fn pointer_check(
         let bound = match bound {
             Ok(b) => b,
             Err(e) => {
-                findings.push(Finding::new("json-pointer", e));
+                findings.push(Finding::new(FindingKind::JsonPointer, e));
                 continue;
             }
         };
@@ -142,7 +146,7 @@ fn pointer_check(
         match value.and_then(Value::as_f64) {
             Some(n) if n.partial_cmp(&bound).is_some_and(holds) => {}
             _ => findings.push(
-                Finding::new("json-pointer", format!("`{p}` is not {relation} {bound}"))
+                Finding::new(FindingKind::JsonPointer, format!("`{p}` is not {relation} {bound}"))
                     .expected(format!("a number {relation} {bound}"))
                     .actual(value.map_or_else(|| "absent".to_owned(), compact)),
             ),
@@ -152,10 +156,12 @@ fn pointer_check(
         let regex =
             ctx.text(pattern).and_then(|p| regex::Regex::new(&p).map_err(|e| e.to_string()));
         match (regex, value.and_then(Value::as_str)) {
-            (Err(e), _) => findings.push(Finding::new("json-pointer", format!("bad pattern: {e}"))),
+            (Err(e), _) => {
+                findings.push(Finding::new(FindingKind::JsonPointer, format!("bad pattern: {e}")))
+            }
             (Ok(re), Some(s)) if re.is_match(s) => {}
             (Ok(re), _) => findings.push(
-                Finding::new("json-pointer", format!("`{p}` does not match /{re}/"))
+                Finding::new(FindingKind::JsonPointer, format!("`{p}` does not match /{re}/"))
                     .expected(format!("a string matching /{re}/"))
                     .actual(value.map_or_else(|| "absent".to_owned(), compact)),
             ),
@@ -182,9 +188,12 @@ pub(super) fn warnings(expect: &Expect, observations: &[&Observation]) -> Vec<Fi
                 })
                 .collect();
             findings.push(
-                Finding::new("warning", format!("no response of the step warns `{code}`"))
-                    .expected(format!("a warnings entry with code {code}"))
-                    .actual(actual.join("\n")),
+                Finding::new(
+                    FindingKind::Warning,
+                    format!("no response of the step warns `{code}`"),
+                )
+                .expected(format!("a warnings entry with code {code}"))
+                .actual(actual.join("\n")),
             );
         }
     }
@@ -207,7 +216,7 @@ pub(super) fn same(expect: &Expect, observations: &[&Observation]) -> Vec<Findin
         if values.iter().any(Option::is_none) || distinct.len() > 1 {
             findings.push(
                 Finding::new(
-                    "same-value",
+                    FindingKind::SameValue,
                     format!(
                         "`{pointer}` differs across the {} responses of the step",
                         values.len()

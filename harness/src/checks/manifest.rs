@@ -5,6 +5,7 @@ use serde_json::Value;
 
 use super::Context;
 use crate::observe::Observation;
+use crate::outcome::FindingKind;
 use crate::outcome::{Finding, compact};
 use crate::scenario::{Expect, ManifestRule};
 use crate::schemas::unwrap_manifest;
@@ -25,7 +26,7 @@ pub fn check_rule(rule: ManifestRule, response: &Value) -> Vec<Finding> {
     let manifest = unwrap_manifest(response);
     let Some(commands) = manifest.get("commands").and_then(Value::as_object) else {
         return vec![
-            Finding::new("manifest-rule", "the manifest has no `commands` object")
+            Finding::new(FindingKind::ManifestRule, "the manifest has no `commands` object")
                 .actual(compact(manifest)),
         ];
     };
@@ -40,7 +41,7 @@ pub fn check_rule(rule: ManifestRule, response: &Value) -> Vec<Finding> {
             |v: Option<&Value>, k: &str| v.and_then(|v| v.get(k)).and_then(Value::as_bool);
         let mut fail = |message: String, expected: &str, actual: String| {
             findings.push(
-                Finding::new("manifest-rule", format!("command `{path}`: {message}"))
+                Finding::new(FindingKind::ManifestRule, format!("command `{path}`: {message}"))
                     .expected(expected.to_owned())
                     .actual(actual),
             );

@@ -30,6 +30,7 @@ pub use output::PIPE_RELEASE_GRACE;
 pub use progress::progress_findings;
 
 use crate::observe::{Observation, StdoutProblem};
+use crate::outcome::FindingKind;
 use crate::outcome::{Finding, ReproCommand};
 use crate::scenario::Expect;
 
@@ -391,26 +392,27 @@ pub fn check_all(expect: &Expect, step: &str, observations: &[&Observation]) -> 
 fn stdout_finding(problem: &StdoutProblem, obs: &Observation) -> Finding {
     let excerpt = obs.record.stdout.text.chars().take(300).collect::<String>();
     match problem {
-        StdoutProblem::Empty => Finding::new("stdout-not-json", "stdout is empty")
+        StdoutProblem::Empty => Finding::new(FindingKind::StdoutNotJson, "stdout is empty")
             .expected("one JSON envelope on stdout")
             .actual("nothing"),
         StdoutProblem::NotUtf8(at) => Finding::new(
-            "stdout-not-utf8",
+            FindingKind::StdoutNotUtf8,
             format!("stdout is not UTF-8 (bad byte at offset {at})"),
         )
         .expected("one JSON envelope on stdout")
         .actual(excerpt),
-        StdoutProblem::NotJson(e) => {
-            Finding::new("stdout-not-json", format!("stdout is not one JSON document: {e}"))
-                .expected("one JSON envelope on stdout")
-                .actual(excerpt)
-        }
+        StdoutProblem::NotJson(e) => Finding::new(
+            FindingKind::StdoutNotJson,
+            format!("stdout is not one JSON document: {e}"),
+        )
+        .expected("one JSON envelope on stdout")
+        .actual(excerpt),
         StdoutProblem::Truncated(n) => Finding::new(
-            "stdout-not-json",
+            FindingKind::StdoutNotJson,
             format!("stdout is {n} bytes, more than conform keeps; not one envelope"),
         ),
         StdoutProblem::NoStreamTerminal => Finding::new(
-            "stdout-not-json",
+            FindingKind::StdoutNotJson,
             "the stream has no terminal line (a `_summary` or an error envelope) to judge",
         )
         .expected("a stream ending in a terminal line")

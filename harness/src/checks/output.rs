@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use super::Context;
 use crate::observe::{Observation, StdoutProblem};
+use crate::outcome::FindingKind;
 use crate::outcome::{Finding, millis};
 use crate::scenario::{Expect, Stream};
 
@@ -19,14 +20,14 @@ pub(super) fn elapsed_max(expect: &Expect, obs: &Observation, ctx: &Context<'_>)
     match ctx.duration(expr) {
         Ok(max) if elapsed > max => vec![
             Finding::new(
-                "elapsed",
+                FindingKind::Elapsed,
                 format!("took {} ms, more than {expr} = {} ms", millis(elapsed), millis(max)),
             )
             .expected(format!("≤ {} ms", millis(max)))
             .actual(format!("{} ms", millis(elapsed))),
         ],
         Ok(_) => Vec::new(),
-        Err(e) => vec![Finding::new("elapsed", e)],
+        Err(e) => vec![Finding::new(FindingKind::Elapsed, e)],
     }
 }
 
@@ -37,14 +38,14 @@ pub(super) fn elapsed_min(expect: &Expect, obs: &Observation, ctx: &Context<'_>)
     match ctx.duration(expr) {
         Ok(min) if elapsed < min => vec![
             Finding::new(
-                "elapsed",
+                FindingKind::Elapsed,
                 format!("took {} ms, less than {expr} = {} ms", millis(elapsed), millis(min)),
             )
             .expected(format!("≥ {} ms", millis(min)))
             .actual(format!("{} ms", millis(elapsed))),
         ],
         Ok(_) => Vec::new(),
-        Err(e) => vec![Finding::new("elapsed", e)],
+        Err(e) => vec![Finding::new(FindingKind::Elapsed, e)],
     }
 }
 
@@ -62,7 +63,7 @@ pub(super) fn pipes_released(
         Some(closed) if closed <= elapsed + PIPE_RELEASE_GRACE => Vec::new(),
         Some(closed) => vec![
             Finding::new(
-                "pipes-released",
+                FindingKind::PipesReleased,
                 format!(
                     "stdout/stderr closed {} ms after the process exited",
                     millis(closed.saturating_sub(elapsed))
@@ -73,7 +74,7 @@ pub(super) fn pipes_released(
         ],
         None => vec![
             Finding::new(
-                "pipes-released",
+                FindingKind::PipesReleased,
                 "stdout/stderr stayed open after the process exited: the caller is not released",
             )
             .expected("end-of-file on stdout and stderr when the command returns")
@@ -96,9 +97,12 @@ pub(super) fn no_ansi(expect: &Expect, obs: &Observation, _ctx: &Context<'_>) ->
                 String::from_utf8_lossy(&captured.bytes[from..(at + 40).min(captured.bytes.len())])
                     .replace('\x1b', "\\e");
             findings.push(
-                Finding::new("ansi", format!("{label} holds an ANSI escape sequence at byte {at}"))
-                    .expected(format!("plain text on {label}"))
-                    .actual(excerpt),
+                Finding::new(
+                    FindingKind::Ansi,
+                    format!("{label} holds an ANSI escape sequence at byte {at}"),
+                )
+                .expected(format!("plain text on {label}"))
+                .actual(excerpt),
             );
         }
     }
@@ -113,7 +117,7 @@ pub(super) fn no_prose(expect: &Expect, obs: &Observation, _ctx: &Context<'_>) -
     match &obs.json {
         Ok(_) | Err(StdoutProblem::Empty) => Vec::new(),
         Err(_) => vec![
-            Finding::new("prose", "stdout holds text that is not one JSON document")
+            Finding::new(FindingKind::Prose, "stdout holds text that is not one JSON document")
                 .expected("nothing on stdout, or one JSON document (prose belongs on stderr)")
                 .actual(obs.record.stdout.text.chars().take(300).collect::<String>()),
         ],

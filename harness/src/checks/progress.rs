@@ -6,6 +6,7 @@ use serde_json::Value;
 
 use super::Context;
 use crate::observe::Observation;
+use crate::outcome::FindingKind;
 use crate::outcome::{Finding, compact};
 use crate::scenario::Expect;
 
@@ -33,7 +34,7 @@ pub fn progress_findings(history: &[Observation]) -> Vec<Finding> {
         let Some(done) = done.as_u64() else {
             findings.push(
                 Finding::new(
-                    "progress-monotonic",
+                    FindingKind::ProgressMonotonic,
                     "`data.progress.done` is not a whole number ≥ 0",
                 )
                 .actual(compact(done))
@@ -46,7 +47,7 @@ pub fn progress_findings(history: &[Observation]) -> Vec<Finding> {
         {
             findings.push(
                 Finding::new(
-                    "progress-monotonic",
+                    FindingKind::ProgressMonotonic,
                     format!("`data.progress.done` went back from {before} (step `{at}`) to {done}"),
                 )
                 .expected(format!("≥ {before}"))

@@ -4,6 +4,7 @@ use super::Context;
 use crate::exec::Termination;
 use crate::observe::Observation;
 use crate::outcome::Finding;
+use crate::outcome::FindingKind;
 use crate::scenario::Expect;
 
 /// `stream = true`: one finding per broken rule of the stream. Being killed at the deadline is
@@ -28,7 +29,7 @@ pub(super) fn stream(expect: &Expect, obs: &Observation, _ctx: &Context<'_>) -> 
     problems
         .into_iter()
         .map(|message| {
-            Finding::new("stream", message)
+            Finding::new(FindingKind::Stream, message)
                 .expected("a JSONL stream keeping REQ-O-004")
                 .actual(obs.record.stdout.text.chars().take(300).collect::<String>())
         })

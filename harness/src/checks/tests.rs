@@ -289,7 +289,7 @@ fn findings_come_in_the_order_of_the_table() {
         [
             "exit-code",
             "stream",
-            "same-stdout-as",
+            "same-stdout",
             "stdout-not-json",
             "elapsed",
             "pipes-released",
@@ -740,7 +740,7 @@ fn stdout_comparisons_go_byte_for_byte() {
     let f = only(World::default().judge(&differs, &exited(0, "")));
     assert_eq!(
         (f.check.as_str(), f.message.as_str()),
-        ("stdout-differs-from", "step `first` produced nothing to compare with")
+        ("stdout-differs", "step `first` produced nothing to compare with")
     );
 }
 

@@ -80,7 +80,7 @@ fn test_case(r: &ScenarioResult) -> TestCase {
             let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
             let message =
                 r.findings.first().map_or_else(|| "failed".to_owned(), |f| f.message.clone());
-            let ty = r.findings.first().map_or_else(|| "fail".to_owned(), |f| f.check.clone());
+            let ty = r.findings.first().map_or_else(|| "fail".to_owned(), |f| f.check.to_string());
             s.set_type(ty).set_message(message).set_description(failure_text(r));
             s
         }

@@ -8,19 +8,20 @@ use crate::checks;
 use crate::exec::{self, Invocation, Program};
 use crate::observe::Observation;
 use crate::outcome::Finding;
+use crate::outcome::FindingKind;
 use crate::scenario::ShellStep;
 
 impl ScenarioState<'_> {
     /// The command line at `pointer` of `from`'s last response, or a finding.
     fn command_from(&self, step: &str, from: &str, pointer: &str) -> Result<String, Finding> {
         let obs = self.last_of(from).ok_or_else(|| {
-            Finding::new("missing-command", format!("step `{from}` produced no response"))
+            Finding::new(FindingKind::MissingCommand, format!("step `{from}` produced no response"))
                 .at_step(step)
         })?;
         match obs.str_at(pointer) {
             Some(line) if !line.trim().is_empty() => Ok(line.to_owned()),
             _ => Err(Finding::new(
-                "missing-command",
+                FindingKind::MissingCommand,
                 format!("the last response of step `{from}` has no `{pointer}`"),
             )
             .expected(format!("a non-empty string at `{pointer}`"))
@@ -86,7 +87,7 @@ impl ScenarioState<'_> {
         }
         Ok(vec![
             Finding::new(
-                "continue-loop",
+                FindingKind::ContinueLoop,
                 format!("the work did not end within {max_hops} continuations"),
             )
             .expected(format!("an exit other than 14 within {max_hops} runs of continue_command"))

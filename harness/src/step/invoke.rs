@@ -10,6 +10,7 @@ use nix::unistd::Pid;
 
 use super::{DEFAULT_STEP_LIMIT, ScenarioState};
 use crate::exec::{self, Invocation, Program, StdinMode, Termination};
+use crate::outcome::FindingKind;
 use crate::outcome::{Finding, millis};
 use crate::scenario::{ProbeKind, RunStep, signal_by_name};
 
@@ -126,19 +127,19 @@ impl ScenarioState<'_> {
                         )
                     };
                     findings.push(
-                        Finding::new("stream-signal", format!("SIG{signal} was never sent: {how}"))
-                            .expected(format!(
-                                "at least {} lines, then SIG{signal}",
-                                ls.after_lines
-                            ))
-                            .actual(format!("{lines} lines, {}", obs.record.ended))
-                            .at_step(at.clone()),
+                        Finding::new(
+                            FindingKind::StreamSignal,
+                            format!("SIG{signal} was never sent: {how}"),
+                        )
+                        .expected(format!("at least {} lines, then SIG{signal}", ls.after_lines))
+                        .actual(format!("{lines} lines, {}", obs.record.ended))
+                        .at_step(at.clone()),
                     );
                 }
                 if obs.outcome.termination == Termination::TimedOut {
                     findings.push(
                         Finding::new(
-                            "stream-deadline",
+                            FindingKind::StreamDeadline,
                             format!(
                                 "the stream was still running at its deadline of {} ms and its process group was killed",
                                 millis(deadline)
@@ -154,7 +155,9 @@ impl ScenarioState<'_> {
         }
         // The deadline has its own finding: the generic timeout would only repeat it.
         findings.extend(
-            self.judge(&r.name, &r.expect, &indices).into_iter().filter(|f| f.check != "timeout"),
+            self.judge(&r.name, &r.expect, &indices)
+                .into_iter()
+                .filter(|f| f.check != FindingKind::Timeout),
         );
         Ok(findings)
     }

@@ -28,6 +28,7 @@ use crate::checks::{self, Resolved};
 use crate::discover::Subject;
 use crate::exec::{self, Invocation, Program, Termination};
 use crate::observe::{self, Observation, StdoutProblem};
+use crate::outcome::FindingKind;
 use crate::outcome::{Finding, Repro, StepRecord, millis};
 use crate::prepare::SETUP_LIMIT;
 use crate::sandbox::{self, Sandbox};
@@ -268,7 +269,7 @@ impl ScenarioState<'_> {
                 if found.is_empty() {
                     return Ok(vec![
                         Finding::new(
-                            "kill-worker",
+                            FindingKind::KillWorker,
                             "no detached worker carrying the sandbox marker was found",
                         )
                         .expected("a background worker process running the job")
@@ -304,7 +305,7 @@ impl ScenarioState<'_> {
             return Ok(Vec::new());
         }
         Ok(vec![
-            Finding::new("shell", format!("the command line `{line}` failed"))
+            Finding::new(FindingKind::Shell, format!("the command line `{line}` failed"))
                 .expected("exit 0")
                 .actual(format!(
                     "{:?}: {}",
@@ -338,7 +339,9 @@ impl ScenarioState<'_> {
                 let theirs = theirs.get(rank).and_then(|&t| self.observations.get(t));
                 let finding = match obs.response() {
                     Some(response) => checks::same_response(obs, response, other, theirs),
-                    None => Some(Finding::new("same-response", "no JSON response to compare")),
+                    None => {
+                        Some(Finding::new(FindingKind::SameResponse, "no JSON response to compare"))
+                    }
                 };
                 findings.extend(finding.map(|f| f.at_step(obs.record.name.clone())));
             }

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use conform::event::{Event, EventStream, FanOut, ReportError, Reporter, RunInfo};
 use conform::exit;
+use conform::outcome::FindingKind;
 use conform::outcome::{
     BaselineMark, Ended, Excerpt, Finding, Note, Repro, ReproCommand, ReproStdin, ScenarioResult,
     SkipReason, Status, StepRecord,
@@ -109,11 +110,11 @@ pub fn sample_results() -> Vec<ScenarioResult> {
         Some(ok_envelope()),
     )];
     budget.findings = vec![
-        Finding::new("exit-code", "the budget ran out but the tool did not hand off")
+        Finding::new(FindingKind::ExitCode, "the budget ran out but the tool did not hand off")
             .expected("14 (INCOMPLETE)")
             .actual("0")
             .at_step("run"),
-        Finding::new("json-pointer", "/meta differs from what a 2 s budget requires")
+        Finding::new(FindingKind::JsonPointer, "/meta differs from what a 2 s budget requires")
             .expected("{\n  \"budget_ms\": 2000,\n  \"exit_code\": 14\n}")
             .actual("{\n  \"budget_ms\": 60000,\n  \"exit_code\": 0\n}")
             .at_step("run"),
@@ -140,7 +141,7 @@ pub fn sample_results() -> Vec<ScenarioResult> {
 
     let mut progress = result("progress-monotonic", "REQ-F-082", Obligation::Should, Status::Fail);
     progress.findings = vec![
-        Finding::new("progress-monotonic", "progress.done went backwards")
+        Finding::new(FindingKind::ProgressMonotonic, "progress.done went backwards")
             .expected("done >= 40")
             .actual("done = 12")
             .at_step("continue-2"),
@@ -295,7 +296,7 @@ fn junit_parses_back_with_the_right_counts() {
     // An expected failure is a passing test case with a property.
     results.push({
         let mut r = result("stale-cancel", "REQ-F-081", Obligation::Must, Status::Fail);
-        r.findings = vec![Finding::new("exit-code", "x")];
+        r.findings = vec![Finding::new(FindingKind::ExitCode, "x")];
         r.baseline = Some(BaselineMark::ExpectedFailure { reason: "issue 7".into() });
         r
     });
@@ -543,10 +544,10 @@ fn repro_from_an_invocation_keeps_only_what_differs() {
 
 #[test]
 fn finding_display_draws_a_diff_only_for_multi_line_values() {
-    let short = Finding::new("exit-code", "wrong exit").expected("14").actual("0");
+    let short = Finding::new(FindingKind::ExitCode, "wrong exit").expected("14").actual("0");
     assert_eq!(short.to_string(), "[exit-code] wrong exit\n  expected: 14\n  actual:   0");
     assert_eq!(short.diff(), None);
-    let long = Finding::new("calibrated-equality", "differs")
+    let long = Finding::new(FindingKind::CalibratedEquality, "differs")
         .expected("a\nb\nc")
         .actual("a\nB\nc")
         .at_step("continue-3");
@@ -554,7 +555,8 @@ fn finding_display_draws_a_diff_only_for_multi_line_values() {
     assert!(text.starts_with("[calibrated-equality] differs (step `continue-3`)\n"));
     assert!(text.contains("--- expected\n+++ actual\n"));
     assert!(text.contains("\n-b\n+B\n"), "{text}");
-    let block = Finding::new("snapshot-missing", "no snapshot").actual("{\n  \"a\": 1\n}\n");
+    let block =
+        Finding::new(FindingKind::SnapshotMissing, "no snapshot").actual("{\n  \"a\": 1\n}\n");
     assert_eq!(
         block.to_string(),
         "[snapshot-missing] no snapshot\n  actual:\n    {\n      \"a\": 1\n    }"
