@@ -377,24 +377,19 @@ fn init(tool: &OsString, output: Option<&Path>) -> Result<u8, ArgError> {
             path.display()
         )));
     }
+    // A tool without a usable manifest is a bad subject for `init`, like a bad argument: say
+    // what the manifest command did (hung, failed, printed no JSON) and change nothing.
     let discovered = crate::discover::discover(
         &crate::tool::Tool::new(tool.clone()),
         &crate::profile::Profile::default(),
     );
-    let manifest = discovered.map_err(|e| e.to_string()).map(|d| d.response).and_then(|m| {
-        match crate::schemas::unwrap_manifest(&m).get("commands") {
-            Some(_) => Ok(m),
-            None => Err("its answer has no `commands`".to_owned()),
-        }
-    });
-    let manifest = match manifest {
-        Ok(m) => m,
+    let manifest = match discovered.result {
+        Ok(d) => d.response,
         Err(why) => {
-            eprintln!(
-                "conform: `{} manifest` gave no manifest to draft a profile from: {why}",
+            return Err(fail(format!(
+                "`{} manifest` gave no manifest to draft a profile from: {why}",
                 tool.display()
-            );
-            return Ok(exit::GENERAL_ERROR);
+            )));
         }
     };
     let text = crate::init::skeleton(&tool.display().to_string(), &manifest);

@@ -16,8 +16,10 @@ use serde_json::Value;
 
 use crate::exec::{self, Program, Termination};
 use crate::observe::{self, StdoutProblem};
+use crate::outcome::{Finding, FindingKind, Repro, SkipReason, StepRecord};
 use crate::prepare::{self, Needs};
 use crate::profile::Profile;
+use crate::scenario::Scenario;
 use crate::schemas::unwrap_manifest;
 use crate::tool::Tool;
 
@@ -62,6 +64,12 @@ pub enum DiscoveryError {
     /// It was killed by a signal.
     #[error("the manifest command was killed by signal {0}")]
     Signaled(i32),
+    /// It answered JSON that holds no `commands` object.
+    #[error("the manifest command exited {code} with JSON that holds no `commands`")]
+    NoCommands {
+        /// Its exit code.
+        code: i32,
+    },
     /// It exited without a JSON document on stdout.
     #[error("the manifest command exited {code} without one JSON document on stdout ({problem:?})")]
     NoJson {
@@ -75,30 +83,106 @@ pub enum DiscoveryError {
 /// The argv of the manifest command: the profile's `[kit] manifest` arguments, or `manifest`.
 pub fn manifest_argv(tool: &Tool, profile: &Profile) -> Vec<String> {
     let mut argv = tool.argv();
-    match &profile.file.kit.manifest {
-        Some(args) => argv.extend(args.iter().cloned()),
-        None => argv.push("manifest".to_owned()),
-    }
+    argv.extend(profile.manifest_args());
     argv
 }
 
+/// The manifest command's one run: what it came to, and its evidence when it ran.
+#[derive(Debug)]
+pub struct DiscoveryRun {
+    /// The manifest, or why there is none.
+    pub result: Result<Discovery, DiscoveryError>,
+    /// The invocation and what it did (none when it could not be started).
+    pub record: Option<StepRecord>,
+}
+
+impl DiscoveryRun {
+    /// The commands the manifest declares (none without a manifest).
+    pub fn commands(&self) -> Commands {
+        self.result.as_ref().map(|d| d.commands.clone()).unwrap_or_default()
+    }
+
+    /// Why a scenario does not run because of the manifest command: after a hang, a signal or
+    /// a tool that cannot start, nothing but the headline runs (each call would only hang or
+    /// fail the same way); without a manifest, the scenarios that judge one are skipped. The
+    /// headline (the scenario tagged [`HEADLINE_TAG`]) always runs and carries the news.
+    pub fn skip_for(&self, scenario: &Scenario) -> Option<SkipReason> {
+        let Err(error) = &self.result else { return None };
+        if scenario.tags.iter().any(|t| t == HEADLINE_TAG) {
+            return None;
+        }
+        let why = error.to_string();
+        match error {
+            DiscoveryError::Prepare(_) => None,
+            DiscoveryError::Hung { .. }
+            | DiscoveryError::Signaled(_)
+            | DiscoveryError::Spawn(_) => Some(SkipReason::ToolUnusable { why }),
+            DiscoveryError::NoJson { .. } | DiscoveryError::NoCommands { .. } => scenario
+                .tags
+                .iter()
+                .any(|t| t == "manifest")
+                .then_some(SkipReason::NoManifest { why }),
+        }
+    }
+
+    /// The headline's result when the manifest command never answered: it is not run again
+    /// (it would hang again); its one finding is the discovery's.
+    pub fn headline_finding(&self) -> Option<Finding> {
+        let error = self.result.as_ref().err()?;
+        let kind = match error {
+            DiscoveryError::Hung { .. } => FindingKind::Timeout,
+            DiscoveryError::Signaled(_) | DiscoveryError::Spawn(_) => FindingKind::ExitCode,
+            DiscoveryError::Prepare(_)
+            | DiscoveryError::NoJson { .. }
+            | DiscoveryError::NoCommands { .. } => return None,
+        };
+        Some(
+            Finding::new(kind, error.to_string())
+                .expected(format!(
+                    "one manifest on stdout within {} ms",
+                    DISCOVERY_LIMIT.as_millis()
+                ))
+                .actual(
+                    self.record
+                        .as_ref()
+                        .map_or_else(|| "no process".to_owned(), |r| r.ended.to_string()),
+                ),
+        )
+    }
+}
+
+/// The tag of the scenario that reports a manifest command that failed (`manifest-valid`).
+pub const HEADLINE_TAG: &str = "discovery";
+
 /// Runs the manifest command once in an empty sandbox and reads its commands.
-pub fn discover(tool: &Tool, profile: &Profile) -> Result<Discovery, DiscoveryError> {
+pub fn discover(tool: &Tool, profile: &Profile) -> DiscoveryRun {
     // Only scenario and calibration sandboxes are worth keeping for a look.
-    let sandbox = prepare::prepare(tool, profile, &Needs::default(), false)?;
+    let sandbox = match prepare::prepare(tool, profile, &Needs::default(), false) {
+        Ok(s) => s,
+        Err(e) => return DiscoveryRun { result: Err(e.into()), record: None },
+    };
     let argv = manifest_argv(tool, profile);
     let mut inv = sandbox.invocation(Program::Argv(argv.into_iter().map(OsString::from).collect()));
     inv.timeout = DISCOVERY_LIMIT;
-    let outcome = exec::run(&inv)?;
-    let code = match outcome.termination {
-        Termination::Exited(code) => code,
-        Termination::TimedOut => return Err(DiscoveryError::Hung { limit: DISCOVERY_LIMIT }),
-        Termination::Signaled(signal) => return Err(DiscoveryError::Signaled(signal)),
+    let outcome = match exec::run(&inv) {
+        Ok(o) => o,
+        Err(e) => return DiscoveryRun { result: Err(e.into()), record: None },
     };
-    let response = observe::parse_stdout(&outcome)
-        .map_err(|problem| DiscoveryError::NoJson { code, problem })?;
-    let commands = Commands::from_manifest(&response);
-    Ok(Discovery { response, commands })
+    let json = observe::parse_stdout(&outcome);
+    let repro = Repro::from_invocation(&inv, &sandbox.env());
+    let record = StepRecord::from_exec("discovery", repro, &outcome, json.as_ref().ok().cloned());
+    let result = match (outcome.termination, json) {
+        (Termination::TimedOut, _) => Err(DiscoveryError::Hung { limit: DISCOVERY_LIMIT }),
+        (Termination::Signaled(signal), _) => Err(DiscoveryError::Signaled(signal)),
+        (Termination::Exited(code), Err(problem)) => Err(DiscoveryError::NoJson { code, problem }),
+        (Termination::Exited(code), Ok(response)) => {
+            match unwrap_manifest(&response).get("commands").filter(|c| c.is_object()) {
+                Some(_) => Ok(Discovery { commands: Commands::from_manifest(&response), response }),
+                None => Err(DiscoveryError::NoCommands { code }),
+            }
+        }
+    };
+    DiscoveryRun { result, record: Some(record) }
 }
 
 /// What conform knows about one command of the manifest.

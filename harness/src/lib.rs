@@ -55,6 +55,12 @@
 //!    interruptible and which write. conform refuses to run a mutating or destructive command
 //!    that the profile does not name in a role (the `job` built-ins aside: they only touch jobs
 //!    the scenario started in its own sandbox).
+//!    It runs once, and its result is the headline of a tool it cannot use: when the manifest
+//!    command hangs, dies or cannot start, `manifest-valid` fails with that one finding (its
+//!    run is the evidence, not repeated) and every other scenario is skipped with that reason,
+//!    so a hanging tool costs one discovery limit (10 s), not every scenario's limits; when it
+//!    answers without a manifest, only the scenarios that judge one are skipped. Every scenario
+//!    that needs the manifest runs the profile's manifest command (`probe = "manifest"`).
 //! 3. [`plan`]: the catalogue, filtered; scenarios whose roles or kit probes the profile lacks
 //!    are skipped with a typed reason.
 //! 4. [`calibrate`]: each role a scenario needs runs once with `--budget 0` (plainly, when its

@@ -70,6 +70,16 @@ pub enum SkipReason {
         /// The floor it is below.
         floor_ms: u64,
     },
+    /// The manifest command gave no manifest, so nothing judges one but the headline.
+    NoManifest {
+        /// What the manifest command did.
+        why: String,
+    },
+    /// The manifest command hung, died or could not start: every other call would too.
+    ToolUnusable {
+        /// What the manifest command did.
+        why: String,
+    },
     /// No word of the role's argv names a file the scenario could change.
     NoInputFile {
         /// The role.
@@ -114,6 +124,13 @@ impl fmt::Display for SkipReason {
             SkipReason::TooFastToInterrupt { role, took_ms, floor_ms } => write!(
                 f,
                 "role `{role}` is too fast to interrupt: its work took {took_ms} ms with --budget 0, below {floor_ms} ms; give it more work"
+            ),
+            SkipReason::NoManifest { why } => {
+                write!(f, "no manifest to judge ({why}; `manifest-valid` reports it)")
+            }
+            SkipReason::ToolUnusable { why } => write!(
+                f,
+                "not run: {why}, so the tool's other calls would fail the same way (`manifest-valid` reports it)"
             ),
             SkipReason::NoInputFile { role } => write!(
                 f,

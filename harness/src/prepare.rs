@@ -155,7 +155,9 @@ fn role_parts<'p>(profile: &'p Profile, roles: &[&str]) -> Vec<Part<'p>> {
 /// The kit's fixtures and setup, then each destructive probe's when destructive probes run,
 /// each stream probe's when stream probes run, and `[kit.argument_order]`'s when it is used.
 fn kit_parts<'p>(profile: &'p Profile, needs: &Needs<'_>) -> Vec<Part<'p>> {
-    if needs.probes.is_empty() && !needs.argument_order {
+    // The manifest command needs nothing of the kit's.
+    let kit_probes = needs.probes.iter().any(|k| *k != ProbeKind::Manifest);
+    if !kit_probes && !needs.argument_order {
         return Vec::new();
     }
     let kit = &profile.file.kit;

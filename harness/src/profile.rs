@@ -306,6 +306,12 @@ pub struct ProfileError {
 }
 
 impl Profile {
+    /// The arguments of the manifest command: `[kit] manifest` (the kit profile's
+    /// `manifest`), else `manifest`.
+    pub fn manifest_args(&self) -> Vec<String> {
+        self.file.kit.manifest.clone().unwrap_or_else(|| vec!["manifest".to_owned()])
+    }
+
     /// The argument lists of the profile's kit probes of one kind (a preview appends the probe's
     /// `dry_run_flag`).
     pub fn probe_argvs(&self, kind: ProbeKind) -> Vec<Vec<String>> {
@@ -320,6 +326,7 @@ impl Profile {
                 .map(|p| p.argv.iter().cloned().chain([p.dry_run_flag.clone()]).collect())
                 .collect(),
             ProbeKind::Stream => kit.stream.iter().map(|p| p.argv.clone()).collect(),
+            ProbeKind::Manifest => vec![self.manifest_args()],
             ProbeKind::StreamSignal => {
                 kit.stream.iter().filter(|p| p.signal.is_some()).map(|p| p.argv.clone()).collect()
             }

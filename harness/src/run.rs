@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use crate::calibrate::{self, Calibration, Calibrator};
-use crate::discover::{Commands, Subject};
+use crate::discover::{DiscoveryRun, HEADLINE_TAG, Subject};
 use crate::event::{Event, EventSender};
 use crate::outcome::FindingKind;
 use crate::outcome::{Finding, ScenarioResult, SkipReason, Status, millis};
@@ -32,6 +32,8 @@ pub type Finisher<'a> = dyn Fn(&mut ScenarioResult, Option<&Path>) + Sync + 'a;
 pub struct Engine {
     /// The tool, its profile and its manifest's commands.
     pub subject: Subject,
+    /// The manifest command's one run (a failed one skips what it makes pointless).
+    pub discovery: DiscoveryRun,
     /// Role calibrations, computed once.
     pub calibrator: Calibrator,
     /// Keep sandbox directories (`--keep-sandboxes`).
@@ -47,11 +49,10 @@ impl Engine {
     /// An engine for this invocation of the tool; reads the manifest once (a tool without a
     /// usable manifest has no commands, and the scenarios judging it say so).
     pub fn for_tool(tool: Tool, profile: Profile, keep_sandboxes: bool) -> Self {
-        let commands = crate::discover::discover(&tool, &profile)
-            .map(|d| d.commands)
-            .unwrap_or_else(|_| Commands::default());
+        let discovery = crate::discover::discover(&tool, &profile);
         Engine {
-            subject: Subject { tool, profile, commands },
+            subject: Subject { tool, profile, commands: discovery.commands() },
+            discovery,
             calibrator: Calibrator::new(),
             keep_sandboxes,
         }
@@ -98,11 +99,9 @@ impl Engine {
                     loop {
                         let i = next.fetch_add(1, Ordering::SeqCst);
                         let Some(p) = planned.get(i) else { break };
-                        let (mut result, root) = match &p.skip {
-                            Some(reason) => (
-                                result_for(p.scenario, Status::Skip { reason: reason.clone() }),
-                                None,
-                            ),
+                        let skip = p.skip.clone().or_else(|| self.discovery.skip_for(p.scenario));
+                        let (mut result, root) = match skip {
+                            Some(reason) => (result_for(p.scenario, Status::Skip { reason }), None),
                             None => {
                                 events.send(Event::ScenarioStarted { id: p.scenario.id.clone() });
                                 self.run_scenario_rooted(p.scenario, events)
@@ -144,6 +143,15 @@ impl Engine {
         let started = Instant::now();
         // Every path below sets the status it ends with.
         let mut result = result_for(scenario, Status::Pass);
+        // A manifest command that never answered is not run again: its run is the headline.
+        if scenario.tags.iter().any(|t| t == HEADLINE_TAG)
+            && let Some(finding) = self.discovery.headline_finding()
+        {
+            result.status = Status::Fail;
+            result.findings = vec![finding];
+            result.steps = self.discovery.record.iter().cloned().collect();
+            return (result, None);
+        }
         let mut notes = Vec::new();
         let calibration = if scenario.needs_calibration() {
             let Some(role) = scenario.primary_role() else {

@@ -175,6 +175,9 @@ pub enum ProbeKind {
     Stream,
     /// `kit.stream`: the stream probes that declare a `signal`.
     StreamSignal,
+    /// The manifest command: the profile's `[kit] manifest` arguments, else `manifest`. Always
+    /// there, so a tool whose manifest is `--schema` is judged on its own manifest.
+    Manifest,
 }
 
 impl ProbeKind {
@@ -187,6 +190,7 @@ impl ProbeKind {
             Self::DestructivePreview => "destructive-preview",
             Self::Stream => "stream",
             Self::StreamSignal => "stream-signal",
+            Self::Manifest => "manifest",
         }
     }
 }

@@ -71,7 +71,9 @@ impl ScenarioState<'_> {
         }
         let mut indices = Vec::new();
         for (n, prefix) in probes.into_iter().enumerate() {
-            let launch = Launch { prefix, rank: Some(n + 1), from_kit: true, ..Launch::default() };
+            // The manifest command is one invocation, named as its step.
+            let rank = (kind != ProbeKind::Manifest).then_some(n + 1);
+            let launch = Launch { prefix, rank, from_kit: true, ..Launch::default() };
             indices.extend(self.invoke(r, launch)?);
         }
         Ok(self.judge(&r.name, &r.expect, &indices))

@@ -119,3 +119,103 @@ fn commands_are_found_by_their_longest_path() {
     assert!(info.writes() && info.interruptible());
     assert!(commands.command_for_args(&args(&["--help"])).is_none());
 }
+
+/// One root cause, one headline: the tool's manifest command decides once what else can run.
+mod one_headline {
+    use std::path::Path;
+    use std::time::{Duration, Instant};
+
+    use crate::support::{code, conform, status_of, stdout_json, write_executable};
+
+    fn hostile(name: &str) -> std::path::PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hostile").join(name)
+    }
+
+    fn reftool_profile() -> std::path::PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../reference-tool/conform.toml")
+    }
+
+    fn scenarios(report: &serde_json::Value) -> &Vec<serde_json::Value> {
+        report["data"]["scenarios"].as_array().unwrap()
+    }
+
+    fn run(tool: &Path, profile: Option<&Path>) -> (i32, serde_json::Value, Duration) {
+        let cwd = tempfile::tempdir().unwrap();
+        let mut cmd = conform();
+        cmd.arg("run").arg(tool).args(["--format", "json", "-j", "8"]).current_dir(cwd.path());
+        if let Some(p) = profile {
+            cmd.arg("--profile").arg(p);
+        }
+        let started = Instant::now();
+        let out = cmd.output().unwrap();
+        (code(&out), stdout_json(&out), started.elapsed())
+    }
+
+    #[test]
+    fn a_hanging_manifest_is_one_failure_and_nothing_else_runs() {
+        // With a full profile, every role's calibration and setup would each wait out its
+        // limit on a tool that never answers (over 15 minutes before the headline existed).
+        let (exit, report, took) = run(&hostile("hang.sh"), Some(&reftool_profile()));
+        assert_eq!(exit, 80, "{report:#}");
+        assert!(took < Duration::from_secs(120), "a hanging tool held conform for {took:?}");
+        let failed: Vec<&serde_json::Value> =
+            scenarios(&report).iter().filter(|s| s["status"] == "fail").collect();
+        assert_eq!(failed.len(), 1, "{report:#}");
+        assert_eq!(failed[0]["id"], "manifest-valid");
+        let finding = &failed[0]["findings"][0];
+        assert_eq!(finding["check"], "timeout");
+        assert!(finding["message"].as_str().unwrap().contains("did not answer"), "{finding:#}");
+        assert_eq!(failed[0]["evidence"].as_array().unwrap().len(), 1, "its one run is shown");
+        for s in scenarios(&report).iter().filter(|s| s["id"] != "manifest-valid") {
+            assert_eq!(s["status"], "skip", "{s:#}");
+            assert!(s["reason"].as_str().unwrap().contains("`manifest-valid` reports it"), "{s:#}");
+        }
+    }
+
+    #[test]
+    fn without_a_manifest_only_the_headline_judges_one() {
+        // prose.sh answers every call in prose: no manifest, but the tool does run, so the
+        // scenarios that do not judge the manifest still run.
+        let (exit, report, _) = run(&hostile("prose.sh"), None);
+        assert_eq!(exit, 80, "{report:#}");
+        assert_eq!(status_of(&report, "manifest-valid"), "fail");
+        for s in scenarios(&report) {
+            let judges_manifest = s["tags"].as_array().unwrap().iter().any(|t| t == "manifest");
+            if judges_manifest && s["id"] != "manifest-valid" {
+                assert_eq!(s["status"], "skip", "{s:#}");
+                assert!(s["reason"].as_str().unwrap().starts_with("no manifest to judge"), "{s:#}");
+            }
+        }
+        assert_eq!(status_of(&report, "unknown-flag-is-arg-error"), "fail", "it still runs");
+    }
+
+    #[test]
+    fn the_profile_names_the_manifest_command_everywhere() {
+        // A tool whose manifest is `--schema`: with the profile saying so, the manifest
+        // scenarios judge that command, not `manifest`.
+        let dir = tempfile::tempdir().unwrap();
+        let tool = dir.path().join("schematool");
+        let real = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tools/faketool");
+        write_executable(
+            &tool,
+            format!(
+                "#!/bin/sh\nif [ \"$1\" = --schema ]; then shift; exec {} manifest \"$@\"; fi\nexec {} \"$@\"\n",
+                real.display(),
+                real.display()
+            ),
+        );
+        let profile = dir.path().join("conform.toml");
+        std::fs::write(&profile, "[kit]\nmanifest = [\"--schema\"]\n").unwrap();
+        let (_, report, _) = run(&tool, Some(&profile));
+        for id in [
+            "manifest-valid",
+            "interruption-has-detach-or-resume",
+            "incomplete-entry-matches-danger",
+        ] {
+            assert_eq!(status_of(&report, id), "pass", "{id}: {report:#}");
+            let s = scenarios(&report).iter().find(|s| s["id"] == id).unwrap();
+            let argv = s["evidence"][0]["repro"]["command"]["value"].as_array().unwrap();
+            assert_eq!(argv[1], "--schema", "{s:#}");
+        }
+    }
+}
