@@ -10,6 +10,7 @@
 //! | `{half_budget}` | `{budget}` / 2                                   | to act before the budget ends |
 //! | `{long_budget}` | 3 × D + 2 s                                       | the work surely ends in it   |
 //! | `{slack}`       | 1500 ms                                          | CI-safe margin on timings    |
+//! | `{startup}`     | how long the manifest command took (once per run) | "at once" for this tool      |
 //!
 //! A role whose D is below [`INTERRUPT_FLOOR`] is too fast to interrupt: scenarios that use
 //! `{budget}` or `{half_budget}` with it are skipped with that reason (and the reason says so).

@@ -35,6 +35,8 @@ pub struct Subject {
     pub profile: Profile,
     /// The commands the manifest declares (empty when it could not be read).
     pub commands: Commands,
+    /// `{startup}`: how long the manifest command took (zero when it did not answer).
+    pub startup: Duration,
 }
 
 /// The manifest, as the tool answered it.
@@ -97,6 +99,14 @@ pub struct DiscoveryRun {
 }
 
 impl DiscoveryRun {
+    /// `{startup}`: how long the manifest command took, when it answered.
+    pub fn startup(&self) -> Duration {
+        match (&self.result, &self.record) {
+            (Ok(_), Some(r)) => Duration::from_millis(r.elapsed_ms),
+            _ => Duration::ZERO,
+        }
+    }
+
     /// The commands the manifest declares (none without a manifest).
     pub fn commands(&self) -> Commands {
         self.result.as_ref().map(|d| d.commands.clone()).unwrap_or_default()

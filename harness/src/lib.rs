@@ -281,8 +281,15 @@
 //! terms joined by `+`, each a literal (`2s`, `1500ms`, `1m`, bare milliseconds) or a
 //! variable, optionally `N *` before it. Variables ([`calibrate`]): `{calibrated}` = D,
 //! `{budget}` = max(D / 4, 300 ms), `{half_budget}`, `{long_budget}` = 3 × D + 2 s, and
-//! `{slack}` = 1500 ms (needs no calibration). A scenario using `{budget}` or `{half_budget}`
-//! is skipped when its role's D is below 1.2 s (too fast to interrupt).
+//! `{slack}` = 1500 ms (needs no calibration), and `{startup}`, how long this tool's manifest
+//! command took at discovery (measured once per run, needs no calibration). A scenario using
+//! `{budget}` or `{half_budget}` is skipped when its role's D is below 1.2 s (too fast to
+//! interrupt).
+//!
+//! A bound the spec does not state is written in these variables, never as an absolute
+//! constant: "at once" is `2 * {startup} + {slack}`, "sooner than the work" is
+//! `{calibrated} + {slack}`. A timing finding shows the bound's terms as measured for the tool
+//! (`took 3100 ms, more than 2420 ms (920 ms + 1500 ms)`), never the variables' names.
 //!
 //! ### Checks (`expect`)
 //!

@@ -51,7 +51,12 @@ impl Engine {
     pub fn for_tool(tool: Tool, profile: Profile, keep_sandboxes: bool) -> Self {
         let discovery = crate::discover::discover(&tool, &profile);
         Engine {
-            subject: Subject { tool, profile, commands: discovery.commands() },
+            subject: Subject {
+                tool,
+                profile,
+                commands: discovery.commands(),
+                startup: discovery.startup(),
+            },
             discovery,
             calibrator: Calibrator::new(),
             keep_sandboxes,

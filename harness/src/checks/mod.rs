@@ -129,6 +129,8 @@ impl Resolved {
         }
         for d in expect.durations() {
             resolved.durations.entry(d.to_owned()).or_insert_with(|| duration(d));
+            // Its terms as measured values, so that a timing finding shows numbers, not names.
+            resolved.texts.entry(d.to_owned()).or_insert_with(|| text(d));
         }
         for line in lines_to_split(expect, obs) {
             if let std::collections::btree_map::Entry::Vacant(entry) = resolved.words.entry(line) {

@@ -21,13 +21,41 @@ pub(super) fn elapsed_max(expect: &Expect, obs: &Observation, ctx: &Context<'_>)
         Ok(max) if elapsed > max => vec![
             Finding::new(
                 FindingKind::Elapsed,
-                format!("took {} ms, more than {expr} = {} ms", millis(elapsed), millis(max)),
+                format!(
+                    "took {} ms, more than {} ms{}",
+                    millis(elapsed),
+                    millis(max),
+                    terms(expr, ctx)
+                ),
             )
             .expected(format!("≤ {} ms", millis(max)))
             .actual(format!("{} ms", millis(elapsed))),
         ],
         Ok(_) => Vec::new(),
         Err(e) => vec![Finding::new(FindingKind::Elapsed, e)],
+    }
+}
+
+/// The terms of a bound as measured for this tool (` (920 + 1500 ms)`), when it has several
+/// or names a measured value; never the names of the variables.
+fn terms(expr: &str, ctx: &Context<'_>) -> String {
+    match ctx.texts.get(expr) {
+        Some(Ok(values)) if values != expr && values.contains('+') => {
+            // A variable's value comes as bare milliseconds; a literal keeps its unit.
+            let shown: Vec<String> = values
+                .split('+')
+                .map(str::trim)
+                .map(|t| {
+                    if t.bytes().all(|b| b.is_ascii_digit()) {
+                        format!("{t} ms")
+                    } else {
+                        t.to_owned()
+                    }
+                })
+                .collect();
+            format!(" ({})", shown.join(" + "))
+        }
+        _ => String::new(),
     }
 }
 
@@ -39,7 +67,12 @@ pub(super) fn elapsed_min(expect: &Expect, obs: &Observation, ctx: &Context<'_>)
         Ok(min) if elapsed < min => vec![
             Finding::new(
                 FindingKind::Elapsed,
-                format!("took {} ms, less than {expr} = {} ms", millis(elapsed), millis(min)),
+                format!(
+                    "took {} ms, less than {} ms{}",
+                    millis(elapsed),
+                    millis(min),
+                    terms(expr, ctx)
+                ),
             )
             .expected(format!("≥ {} ms", millis(min)))
             .actual(format!("{} ms", millis(elapsed))),

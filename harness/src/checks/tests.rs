@@ -404,7 +404,9 @@ fn the_step_stage_resolves_everything_the_checks_ask_for() {
             "text ^{@first/data/id}$",
             "text abc",
             "duration 5s",
+            "text 5s",
             "duration 1ms",
+            "text 1ms",
             "split /bin/tool go --x"
         ]
     );
@@ -493,10 +495,16 @@ fn elapsed_bounds_hold_inclusively() {
         judge(&expect(json!({ "elapsed_max": "100ms", "elapsed_min": "100ms" })), &obs).is_empty()
     );
     let f = only(judge(&expect(json!({ "elapsed_max": "99ms" })), &obs));
-    assert_eq!(f.message, "took 100 ms, more than 99ms = 99 ms");
+    assert_eq!(f.message, "took 100 ms, more than 99 ms");
     assert_eq!((f.expected.as_deref(), f.actual.as_deref()), (Some("≤ 99 ms"), Some("100 ms")));
     let f = only(judge(&expect(json!({ "elapsed_min": "1s" })), &obs));
-    assert_eq!(f.message, "took 100 ms, less than 1s = 1000 ms");
+    assert_eq!(f.message, "took 100 ms, less than 1000 ms");
+    // A bound of several terms shows each as measured, never a variable's name.
+    let w = World::default();
+    let e = expect(json!({ "elapsed_max": "{budget} + 50ms" }));
+    let resolved = Resolved::new(&e, &obs, text, |_| Ok(Duration::from_millis(92)), split);
+    let f = only(w.judge_with(&e, &obs, &resolved));
+    assert_eq!(f.message, "took 100 ms, more than 92 ms (42 ms + 50ms)");
     let f = only(judge(&expect(json!({ "elapsed_max": "soon" })), &obs));
     assert_eq!((f.check.as_str(), f.message.as_str()), ("elapsed", "not a duration: soon"));
 }

@@ -33,8 +33,8 @@ use crate::outcome::{Finding, Repro, StepRecord, millis};
 use crate::prepare::SETUP_LIMIT;
 use crate::sandbox::{self, Sandbox};
 use crate::scenario::{
-    CONSTANT_SLACK, Expect, Scenario, ShellCommandStep, Step, Var, eval_duration, signal_by_name,
-    walk_template,
+    CONSTANT_SLACK, Expect, STARTUP, Scenario, ShellCommandStep, Step, Var, eval_duration,
+    signal_by_name, walk_template,
 };
 
 /// Default bound on a step without calibration.
@@ -129,6 +129,7 @@ impl ScenarioState<'_> {
     fn duration(&self, expr: &str) -> Result<Duration, String> {
         eval_duration(expr, |name| match name {
             CONSTANT_SLACK => Some(SLACK),
+            STARTUP => Some(self.subject.startup),
             _ => self.calibration.as_ref().and_then(|c| c.var(name)),
         })
     }
@@ -194,6 +195,9 @@ impl ScenarioState<'_> {
     fn var_text(&self, var: &Var) -> Option<String> {
         match var {
             Var::Calibration(name) if name == CONSTANT_SLACK => Some(millis(SLACK).to_string()),
+            Var::Calibration(name) if name == STARTUP => {
+                Some(millis(self.subject.startup).to_string())
+            }
             Var::Calibration(name) => {
                 self.calibration.as_ref()?.var(name).map(|d| millis(d).to_string())
             }
