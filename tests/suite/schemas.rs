@@ -9,11 +9,13 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 
 use conform_workspace::{
-    SCHEMA_FILES, WireKind, schema_json, schema_validator, seed_json_objects, workspace_root,
+    SCHEMA_FILES, WireKind, schema_json, schema_validator, seed_json_objects, workspace_bin,
+    workspace_root,
 };
-use serde_json::Value;
+use serde_json::{Value, json};
 
 const DRAFT_07: &str = "http://json-schema.org/draft-07/schema#";
 const ID_BASE: &str = "https://conform.dev/schemas/";
@@ -173,6 +175,132 @@ fn manifest_exit_code_keys_are_the_codes_exit_code_schema_accepts() {
         }
     }
     assert!(disagreements.is_empty(), "codes the two schemas disagree on: {disagreements:?}");
+}
+
+/// A one-command manifest whose command has the given exit-code table and extra fields.
+fn manifest_with(exit_codes: Value, extra: Value) -> Value {
+    let mut command = json!({
+        "description": "List every command of the tool", "danger_level": "safe",
+        "required_scopes": [], "flags": {}, "exit_codes": exit_codes
+    });
+    if let (Some(command), Value::Object(extra)) = (command.as_object_mut(), extra) {
+        command.extend(extra);
+    }
+    json!({
+        "schema_version": "3.20", "framework_version": "1", "etag": "e",
+        "commands": { "manifest": command }
+    })
+}
+
+fn exit_entry(description: &str) -> Value {
+    json!({ "description": description, "retryable": false, "side_effects": "partial" })
+}
+
+fn keywords_of(file: &str, instance: &Value) -> BTreeSet<String> {
+    errors_of(file, instance).into_iter().map(|(keyword, _)| keyword).collect()
+}
+
+/// REQ-F-069 has every command declare "130", REQ-F-013 exits 143, CONTRACT §10 names 141:
+/// signal exits 128+N are legal keys; the shell's own 126-128 and codes past 159 are not.
+#[test]
+fn signal_exits_are_legal_exit_code_keys_and_the_shell_codes_are_not() {
+    let signals = manifest_with(
+        json!({
+            "0": { "description": "Done", "retryable": false, "side_effects": "complete" },
+            "130": exit_entry("SIGINT ended the call"),
+            "141": exit_entry("The reader of stdout went away"),
+            "143": exit_entry("SIGTERM ended the call")
+        }),
+        json!({}),
+    );
+    let errors: Vec<String> =
+        errors_of("manifest-response.json", &signals).into_iter().map(|(_, a)| a).collect();
+    assert!(errors.is_empty(), "signal exits refused: {errors:#?}");
+    for code in ["126", "127", "128", "160", "255"] {
+        let doc = manifest_with(json!({ code: exit_entry("The shell's own") }), json!({}));
+        assert_eq!(
+            keywords_of("manifest-response.json", &doc),
+            BTreeSet::from(["propertyNames".to_owned()]),
+            "exit code {code} must be refused as a key"
+        );
+    }
+}
+
+/// CommandEntry is closed, as in the spec's schema: a key no requirement names is refused.
+#[test]
+fn a_command_entry_with_an_unknown_key_is_refused() {
+    let known = manifest_with(json!({}), json!({ "idempotent": true, "builtin": true }));
+    assert!(errors_of("manifest-response.json", &known).is_empty(), "spec fields refused");
+    let unknown = manifest_with(json!({}), json!({ "cost": "cheap" }));
+    assert_eq!(
+        keywords_of("manifest-response.json", &unknown),
+        BTreeSet::from(["additionalProperties".to_owned()])
+    );
+}
+
+/// The spec caps an exit-code entry's description at 120 characters, in both schemas that
+/// hold the entry.
+#[test]
+fn an_exit_code_description_over_120_characters_is_refused() {
+    let at_limit = "d".repeat(120);
+    let over = "d".repeat(121);
+    assert!(errors_of("exit-code-entry.json", &exit_entry(&at_limit)).is_empty());
+    assert_eq!(
+        keywords_of("exit-code-entry.json", &exit_entry(&over)),
+        BTreeSet::from(["maxLength".to_owned()])
+    );
+    let manifest = manifest_with(json!({ "1": exit_entry(&over) }), json!({}));
+    assert_eq!(
+        keywords_of("manifest-response.json", &manifest),
+        BTreeSet::from(["maxLength".to_owned()])
+    );
+}
+
+/// Runs `program args` with its state kept in a fresh directory and returns its stdout as JSON.
+fn manifest_of(program: &Path, args: &[&str]) -> Value {
+    let state = tempfile::tempdir().expect("temporary state directory");
+    let output = Command::new(program)
+        .args(args)
+        .env("HOME", state.path())
+        .env("XDG_STATE_HOME", state.path())
+        .env("XDG_CACHE_HOME", state.path())
+        .env("REFTOOL_STATE_DIR", state.path())
+        .env("PYAGENT_STATE_DIR", state.path())
+        .env_remove("REFTOOL_MUTANT")
+        .env_remove("PYAGENT_FAULT")
+        .current_dir(state.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", program.display()));
+    assert!(output.status.success(), "{} {args:?}: {:?}", program.display(), output);
+    serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("{} {args:?} printed no JSON: {e}", program.display()))
+}
+
+/// The manifests of the real tools the project runs conform against validate: reftool (built by
+/// this workspace), pyagent and the kit fixture without a fault.
+#[test]
+fn the_manifests_of_the_project_tools_validate() {
+    let tools = [
+        workspace_bin("reftool"),
+        workspace_root().join("tests/fixtures/tools/pyagent/pyagent.py"),
+        workspace_root().join("harness/tests/fixtures/tools/kit/good"),
+    ];
+    let mut failures = Vec::new();
+    for tool in &tools {
+        let response = manifest_of(tool, &["manifest"]);
+        let kind = WireKind::of(&response);
+        if !matches!(kind, WireKind::Manifest | WireKind::ManifestEnvelope) {
+            failures.push(format!("{}: not a manifest: {kind:?}", tool.display()));
+        }
+        for (file, pointer) in kind.schemas() {
+            let part = response.pointer(pointer).unwrap_or(&Value::Null);
+            for (_, account) in errors_of(file, part) {
+                failures.push(format!("{} against {file}: {account}", tool.display()));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "manifests rejected: {failures:#?}");
 }
 
 #[test]

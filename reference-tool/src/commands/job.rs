@@ -18,8 +18,8 @@ fn reading(spec: CommandSpec, success: &str) -> CommandSpec {
     spec.exit(Exit::SUCCESS, success, false, SideEffects::None)
         .exit(
             Exit::GENERAL_ERROR,
-            "The job was lost (JOB_LOST: its worker died, the log tail in error.detail) or \
-             cancelled (CANCELLED); or the job's own command ended with 1",
+            "The job was lost (JOB_LOST, its log tail in error.detail) or cancelled \
+             (CANCELLED), or its own command ended with 1",
             false,
             SideEffects::None,
         )
