@@ -43,6 +43,9 @@ fn roles_for(path: &str, info: &CommandInfo) -> Vec<(&'static str, &'static str)
         }
         _ => {}
     }
+    if info.writes() && info.flags.contains("idempotency-key") && !builtin(path) {
+        roles.push(("idempotent_writer", "writes and takes --idempotency-key; quick work"));
+    }
     roles
 }
 

@@ -121,6 +121,7 @@
 //! | `plain_slow`    | a command without interruption that outlives a short `--timeout`        |
 //! | `async`         | an `async: true` command: returns a job at once                         |
 //! | `stalling`      | an interruptible command whose progress stops (for the idle watchdog)  |
+//! | `idempotent_writer` | a writer that takes `--idempotency-key`, interruptible or not (REQ-C-007) |
 //!
 //! ```toml
 //! # conform.toml

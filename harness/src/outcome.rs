@@ -80,6 +80,12 @@ pub enum SkipReason {
         /// What the manifest command did.
         why: String,
     },
+    /// The profile asks for something the tool cannot take (an argument conform would add,
+    /// refused or undeclared): the scenario judges nothing until the profile says otherwise.
+    ProfileProblem {
+        /// What happened and what to set.
+        why: String,
+    },
     /// No word of the role's argv names a file the scenario could change.
     NoInputFile {
         /// The role.
@@ -132,6 +138,7 @@ impl fmt::Display for SkipReason {
                 f,
                 "not run: {why}, so the tool's other calls would fail the same way (`manifest-valid` reports it)"
             ),
+            SkipReason::ProfileProblem { why } => write!(f, "profile problem: {why}"),
             SkipReason::NoInputFile { role } => write!(
                 f,
                 "no word of role `{role}`'s argv names a file in the sandbox, so the scenario cannot change its input"

@@ -17,9 +17,7 @@ use crate::scenario::{Placement, ProbeKind, StdinKind, line_col};
 
 pub mod kit;
 
-/// The role names a profile may define (see the manual for what each promises).
-pub const ROLE_NAMES: [&str; 7] =
-    ["detach", "resume_reader", "resume_writer", "detach_only", "plain_slow", "async", "stalling"];
+pub use crate::scenario::ROLE_NAMES;
 
 /// The file `conform run` reads when `--profile` is not given.
 pub const DEFAULT_PROFILE: &str = "conform.toml";
@@ -57,6 +55,41 @@ pub struct ToolSection {
     /// `PATH`; the rest go before the arguments of every invocation of the tool.
     #[serde(default)]
     pub command: Option<Vec<String>>,
+    /// How conform writes the value of a `--timeout` it passes. The spec fixes the syntax of
+    /// `--budget <duration>` only; a tool's `--timeout` may take a duration (`920ms`, the
+    /// default), whole milliseconds (`920`) or seconds (`0.92`).
+    #[serde(default)]
+    pub timeout_format: TimeoutFormat,
+}
+
+/// How a `--timeout` value is written (see [`ToolSection::timeout_format`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TimeoutFormat {
+    /// `920ms` (and `0` for none), the form `--budget` takes.
+    #[default]
+    Duration,
+    /// `920`: whole milliseconds.
+    Milliseconds,
+    /// `0.92`: seconds, with a decimal fraction when needed.
+    Seconds,
+}
+
+impl TimeoutFormat {
+    /// The value of `--timeout` for this duration.
+    pub fn render(self, d: std::time::Duration) -> String {
+        let ms = d.as_millis();
+        match self {
+            TimeoutFormat::Duration if ms == 0 => "0".to_owned(),
+            TimeoutFormat::Duration => format!("{ms}ms"),
+            TimeoutFormat::Milliseconds => ms.to_string(),
+            TimeoutFormat::Seconds if ms % 1000 == 0 => (ms / 1000).to_string(),
+            TimeoutFormat::Seconds => {
+                let text = format!("{}.{:03}", ms / 1000, ms % 1000);
+                text.trim_end_matches('0').to_owned()
+            }
+        }
+    }
 }
 
 /// `[roles.*]`: one optional table per known role.
@@ -84,6 +117,27 @@ pub struct Roles {
     /// An interruptible command whose progress stops (for the idle watchdog).
     #[serde(default)]
     pub stalling: Option<Role>,
+    /// A writer that takes `--idempotency-key` (REQ-C-007), interruptible or not; its work
+    /// ends well within the default budget.
+    #[serde(default)]
+    pub idempotent_writer: Option<Role>,
+}
+
+#[cfg(test)]
+mod timeout_format_tests {
+    use super::TimeoutFormat;
+    use std::time::Duration;
+
+    #[test]
+    fn each_format_writes_the_same_duration_its_own_way() {
+        let d = Duration::from_millis(920);
+        assert_eq!(TimeoutFormat::Duration.render(d), "920ms");
+        assert_eq!(TimeoutFormat::Milliseconds.render(d), "920");
+        assert_eq!(TimeoutFormat::Seconds.render(d), "0.92");
+        assert_eq!(TimeoutFormat::Seconds.render(Duration::from_millis(2000)), "2");
+        assert_eq!(TimeoutFormat::Seconds.render(Duration::from_millis(1005)), "1.005");
+        assert_eq!(TimeoutFormat::Duration.render(Duration::ZERO), "0");
+    }
 }
 
 impl Role {
@@ -108,6 +162,7 @@ impl Roles {
             ("plain_slow", &self.plain_slow),
             ("async", &self.r#async),
             ("stalling", &self.stalling),
+            ("idempotent_writer", &self.idempotent_writer),
         ];
         all.into_iter().filter_map(|(n, r)| r.as_ref().map(|r| (n, r))).collect()
     }

@@ -233,10 +233,12 @@ impl Engine {
             );
         }
         result.steps = steps.records;
-        result.status = match (harness_error, findings.is_empty()) {
-            (Some(message), _) => Status::Error { message },
-            (None, true) => Status::Pass,
-            (None, false) => Status::Fail,
+        result.status = match (harness_error, steps.skip, findings.is_empty()) {
+            (Some(message), _, _) => Status::Error { message },
+            // A leak is news about the tool even when the profile kept the rest from a verdict.
+            (None, Some(reason), true) => Status::Skip { reason },
+            (None, _, true) => Status::Pass,
+            (None, _, false) => Status::Fail,
         };
         result.findings = findings;
         result.notes = notes;

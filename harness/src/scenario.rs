@@ -17,8 +17,16 @@ pub use crate::schemas::SchemaName;
 
 /// The role names a scenario may need and a profile may define (the manual says what each
 /// promises).
-pub const ROLE_NAMES: [&str; 7] =
-    ["detach", "resume_reader", "resume_writer", "detach_only", "plain_slow", "async", "stalling"];
+pub const ROLE_NAMES: [&str; 8] = [
+    "detach",
+    "resume_reader",
+    "resume_writer",
+    "detach_only",
+    "plain_slow",
+    "async",
+    "stalling",
+    "idempotent_writer",
+];
 
 /// How strongly the contract asks for a criterion.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

@@ -46,10 +46,11 @@ fn terms(expr: &str, ctx: &Context<'_>) -> String {
                 .split('+')
                 .map(str::trim)
                 .map(|t| {
-                    if t.bytes().all(|b| b.is_ascii_digit()) {
-                        format!("{t} ms")
-                    } else {
-                        t.to_owned()
+                    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+                    match t.split_once('*').map(|(n, v)| (n.trim(), v.trim())) {
+                        Some((n, v)) if digits(v) => format!("{n} × {v} ms"),
+                        _ if digits(t) => format!("{t} ms"),
+                        _ => t.to_owned(),
                     }
                 })
                 .collect();

@@ -7,11 +7,12 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::killpg;
 use nix::unistd::Pid;
+use serde_json::Value;
 
 use super::{DEFAULT_STEP_LIMIT, ScenarioState};
 use crate::exec::{self, Invocation, Program, StdinMode, Termination};
 use crate::outcome::FindingKind;
-use crate::outcome::{Finding, millis};
+use crate::outcome::{Finding, SkipReason, millis};
 use crate::scenario::{ProbeKind, RunStep, signal_by_name};
 
 /// How one invocation of a run step starts, beside what the step itself says.
@@ -192,9 +193,9 @@ impl ScenarioState<'_> {
             Some(dir) => self.tool_link(dir)?,
             None => subject.tool.path.clone(),
         };
+        let words: Vec<String> = launch.prefix.iter().cloned().chain(args).collect();
         let mut argv: Vec<String> = subject.tool.argv_at(&tool);
-        argv.extend(launch.prefix.iter().cloned());
-        argv.extend(args);
+        argv.extend(words.iter().cloned());
         let mut env = self.base_env.clone();
         if let Some(role) = role {
             for (k, v) in &role.env {
@@ -209,11 +210,34 @@ impl ScenarioState<'_> {
                 env.insert(var.into(), instance.into());
             }
         }
+        let mut added = Vec::new();
         if let Some(b) = &r.budget {
-            argv.extend(["--budget".to_owned(), duration_arg(self.duration(b)?)]);
+            // conform never passes an argument the command does not declare: only an
+            // interruptible command has --budget (REQ-F-080). The job built-ins may list it
+            // either way (CONTRACT §9).
+            if let Some((path, info)) = subject.commands.command_for_args(&words)
+                && !info.interruptible()
+                && !path.starts_with("job.")
+            {
+                self.profile_problem = Some(SkipReason::ProfileProblem {
+                    why: format!(
+                        "step `{}` needs `{path}` to take --budget, but it declares no interruption, so it has none (REQ-F-080){}",
+                        r.name,
+                        r.role.as_ref().map_or_else(String::new, |role| format!(
+                            "; give role `{role}` an interruptible command"
+                        ))
+                    ),
+                });
+                return Ok(Vec::new());
+            }
+            added.push(("--budget", duration_arg(self.duration(b)?)));
         }
         if let Some(t) = &r.timeout {
-            argv.extend(["--timeout".to_owned(), duration_arg(self.duration(t)?)]);
+            let format = subject.profile.file.tool.timeout_format;
+            added.push(("--timeout", format.render(self.duration(t)?)));
+        }
+        for (flag, value) in &added {
+            argv.extend([(*flag).to_owned(), value.clone()]);
         }
         for (k, v) in &r.env {
             env.insert(k.into(), self.text(v)?.into());
@@ -286,7 +310,43 @@ impl ScenarioState<'_> {
             }
             indices.push(i);
         }
+        self.note_refusal(r, &added, &indices);
         Ok(indices)
+    }
+
+    /// A step that exits ARG_ERROR (2) where it was not asked to, after conform added
+    /// `--budget` or `--timeout`, names the flag in its error: the tool refused conform's
+    /// argument, which is the profile's problem to solve, not a verdict on the tool.
+    fn note_refusal(&mut self, r: &RunStep, added: &[(&str, String)], indices: &[usize]) {
+        if added.is_empty() || r.expect.exit.as_ref().is_some_and(|e| e.codes().contains(&2)) {
+            return;
+        }
+        for &i in indices {
+            let obs = &self.observations[i];
+            if obs.exit_code() != Some(2) {
+                continue;
+            }
+            let said =
+                obs.response().and_then(|r| r.pointer("/error/message")).and_then(Value::as_str);
+            let said = said.map_or_else(|| obs.record.stderr.text.trim().to_owned(), str::to_owned);
+            let Some((flag, value)) =
+                added.iter().find(|(flag, _)| said.contains(flag.trim_start_matches('-')))
+            else {
+                continue;
+            };
+            let fix = match *flag {
+                "--timeout" => {
+                    "set `[tool] timeout_format` (duration, milliseconds or seconds) to the form its --timeout takes"
+                }
+                _ => {
+                    "name a role whose command declares interruption, or check its --budget syntax (REQ-F-080: a duration)"
+                }
+            };
+            self.profile_problem = Some(SkipReason::ProfileProblem {
+                why: format!("the tool refused conform's `{flag} {value}` (exit 2: {said}); {fix}"),
+            });
+            return;
+        }
     }
 
     /// A symbolic link to the tool, under its own name, in `dir` inside the sandbox.

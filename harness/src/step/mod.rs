@@ -29,7 +29,7 @@ use crate::discover::Subject;
 use crate::exec::{self, Invocation, Program, Termination};
 use crate::observe::{self, Observation, StdoutProblem};
 use crate::outcome::FindingKind;
-use crate::outcome::{Finding, Repro, StepRecord, millis};
+use crate::outcome::{Finding, Repro, SkipReason, StepRecord, millis};
 use crate::prepare::SETUP_LIMIT;
 use crate::sandbox::{self, Sandbox};
 use crate::scenario::{
@@ -53,6 +53,8 @@ pub struct StepsOutcome {
     pub harness_error: Option<String>,
     /// Every process the scenario ran, in order.
     pub records: Vec<StepRecord>,
+    /// Why the scenario could not be judged as the profile stands, when a step found out.
+    pub skip: Option<SkipReason>,
 }
 
 /// Runs the scenario's steps in the prepared sandbox, then cancels every job they saw.
@@ -78,10 +80,16 @@ pub fn run_steps(
         step_env: BTreeMap::new(),
         step_role: BTreeMap::new(),
         current_role: None,
+        profile_problem: None,
     };
     let mut outcome = StepsOutcome::default();
     for step in &scenario.steps {
-        match state.run_step(step) {
+        let ran = state.run_step(step);
+        if let Some(reason) = state.profile_problem.take() {
+            outcome.skip = Some(reason);
+            break;
+        }
+        match ran {
             Ok(step_findings) => {
                 let failed = !step_findings.is_empty();
                 outcome.findings.extend(step_findings);
@@ -122,6 +130,9 @@ pub struct ScenarioState<'e> {
     step_role: BTreeMap<String, Option<String>>,
     /// The role of the step being checked.
     current_role: Option<String>,
+    /// Set when a step cannot be judged as the profile stands (an argument the tool refused
+    /// or does not declare); the scenario then stops and is skipped with it.
+    profile_problem: Option<SkipReason>,
 }
 
 /// What the checks look at, resolved from the scenario's state before they run.
