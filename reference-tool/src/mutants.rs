@@ -19,14 +19,30 @@
 //! --workspace`) carry the switches, inactive unless the variable is set, while `cargo build
 //! --release -p reftool` has none ([`COMPILED_IN`] says which build this is).
 //!
+//! # Where they act
+//!
+//! The reference path stays readable: a function a mutant alters carries one hook line, a
+//! call into this module that hands over what the reference computed and gets back what the
+//! mutant makes of it (or, for a step a mutant skips, asks whether to skip it). Every
+//! deviation is written here, grouped by concern; faults of what goes in and comes out act at
+//! the process boundary, around the whole invocation.
+//!
 //! ```sh
 //! cargo build -p reftool --features mutants
 //! REFTOOL_MUTANT=env-beats-flag target/debug/reftool analyze data.csv --budget 1s
 //! ```
 
 use std::ffi::OsString;
+use std::process::Stdio;
 
 use serde_json::{Value, json};
+
+use crate::duration::parse_duration;
+use crate::runtime::budget::{
+    self, BudgetError, BudgetInputs, BudgetSource, ResolvedBudget, resolve_budget,
+};
+use crate::runtime::jobs::{self, JobOutcome, JobStatus};
+use crate::runtime::progress::Progress;
 
 /// The environment variable that names the active mutant.
 pub const MUTANT_ENV: &str = "REFTOOL_MUTANT";
@@ -241,6 +257,80 @@ pub const fn active(_mutant: Mutant) -> bool {
     false
 }
 
+// ---------------------------------------------------------------------------------------------
+// The call budget
+
+/// The budget faults, applied to the reference resolution `resolved` of `inputs`.
+///
+/// The three faults that spoil an input resolve again from the spoiled input, through
+/// [`resolve_budget`]; a spoiled input no longer meets its fault's condition, so that second
+/// resolution is the reference's.
+pub fn budget_override(
+    inputs: &BudgetInputs<'_>,
+    resolved: Result<ResolvedBudget, BudgetError>,
+) -> Result<ResolvedBudget, BudgetError> {
+    if active(Mutant::EnvBeatsFlag)
+        && inputs.flag.is_some()
+        && let Some(Ok(d)) = inputs.env.map(parse_duration)
+    {
+        return Ok(ResolvedBudget::of_ms(budget::millis(d), BudgetSource::Env));
+    }
+    let zero_flag = inputs.flag.is_some_and(|f| parse_duration(f).is_ok_and(|d| d.is_zero()));
+    if active(Mutant::ZeroBudgetDefersToEnv) && zero_flag {
+        return resolve_budget(&BudgetInputs { flag: None, ..*inputs });
+    }
+    if active(Mutant::BudgetOnTerminal) && inputs.flag.is_none() && inputs.stdin_is_terminal {
+        return resolve_budget(&BudgetInputs { stdin_is_terminal: false, ..*inputs });
+    }
+    if active(Mutant::EnvBudgetIgnored) && inputs.env.is_some() {
+        return resolve_budget(&BudgetInputs { env: None, ..*inputs });
+    }
+    let mut resolved = resolved?;
+    if active(Mutant::BudgetMetaOnTerminal) && resolved.source == BudgetSource::Interactive {
+        resolved.meta_budget_ms = Some(0);
+    }
+    // The default when the variable is unset (a malformed one still falls back to 30000 ms).
+    if active(Mutant::DefaultBudget20s)
+        && resolved.source == BudgetSource::Default
+        && resolved.warnings.is_empty()
+    {
+        resolved = ResolvedBudget::of_ms(20_000, BudgetSource::Default);
+    }
+    Ok(resolved)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Answers: INCOMPLETE, timeouts, signals, streams
+
+/// The argv of a `running` hand-off's `continue_command` (reference: `<tool> job wait <id>`).
+/// [`Mutant::RunningContinueWithExtraFlag`] adds `--output json`.
+pub fn running_continue(mut argv: Vec<OsString>) -> Vec<OsString> {
+    if active(Mutant::RunningContinueWithExtraFlag) {
+        argv.extend(["--output".into(), "json".into()]);
+    }
+    argv
+}
+
+/// The argv of a paused job's `continue_command` (reference: `argv`, the original invocation
+/// plus a writer's key). [`Mutant::PausedContinueAddsFlag`] adds `--output json` to a reader's;
+/// [`Mutant::WriterContinueWithoutKey`] leaves a writer's key out.
+pub fn paused_continue(
+    original: &[OsString],
+    writer_key: Option<&str>,
+    mut argv: Vec<OsString>,
+) -> Vec<OsString> {
+    if active(Mutant::PausedContinueAddsFlag) && writer_key.is_none() {
+        argv.extend(["--output".into(), "json".into()]);
+    }
+    if active(Mutant::WriterContinueWithoutKey) {
+        return original.to_vec();
+    }
+    argv
+}
+
+// ---------------------------------------------------------------------------------------------
+// The manifest and the writers' safety
+
 /// Applies the active manifest mutant to the manifest `data`.
 pub fn mutate_manifest(manifest: &mut Value) {
     fn command<'a>(manifest: &'a mut Value, path: &str) -> Option<&'a mut Value> {
@@ -284,6 +374,138 @@ pub fn mutate_manifest(manifest: &mut Value) {
         top.remove("schema_version");
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// The job runtime: identity, ids, the front process, the worker
+
+/// For [`Mutant::NoAttach`]: the tool version that joins a job's identity, made unique per
+/// process for a detaching command so that no two of its invocations are ever identical.
+/// (Resume-only commands keep theirs: without it their continuations, the identical
+/// invocation, could never find their checkpoint, and the mutant would break far more than
+/// the attach rule.)
+pub fn identity_version(version: &str, detaches: bool) -> String {
+    if !active(Mutant::NoAttach) || !detaches {
+        return version.to_owned();
+    }
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("{version}+{}.{nanos}", std::process::id())
+}
+
+/// For [`Mutant::ClockJobIds`]: an id in the job-id format that counts up with the clock.
+pub fn clock_job_id(prefix: &str, hex_len: usize) -> Option<String> {
+    if !active(Mutant::ClockJobIds) {
+        return None;
+    }
+    let millis = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    Some(format!("{prefix}{millis:0hex_len$x}"))
+}
+
+/// For [`Mutant::StaleCancelMarker`]: the marker file of an invocation identity.
+fn stale_marker(state_dir: &std::path::Path, identity: &str) -> std::path::PathBuf {
+    let name: String =
+        identity.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
+    state_dir.join(format!("mutant-stale-cancel-{name}"))
+}
+
+/// The quoted `continue_command` / `cancel_command` (reference: `quoted`).
+/// [`Mutant::UnquotedCommands`] joins the words with spaces, unquoted.
+pub fn quoted_command<S: AsRef<std::ffi::OsStr>>(argv: &[S], quoted: String) -> String {
+    if !active(Mutant::UnquotedCommands) {
+        return quoted;
+    }
+    let words: Vec<String> =
+        argv.iter().map(|a| a.as_ref().to_string_lossy().into_owned()).collect();
+    words.join(" ")
+}
+
+/// The worker's stdout and stderr (reference: its log). [`Mutant::WorkerHoldsCallerPipes`]:
+/// the caller's, inherited.
+pub fn worker_stdio(stdout: Stdio, stderr: Stdio) -> (Stdio, Stdio) {
+    if active(Mutant::WorkerHoldsCallerPipes) {
+        (Stdio::inherit(), Stdio::inherit())
+    } else {
+        (stdout, stderr)
+    }
+}
+
+/// For [`Mutant::WorkerInCallerGroup`]: whether the worker stays in the caller's session.
+pub fn worker_in_caller_group() -> bool {
+    active(Mutant::WorkerInCallerGroup)
+}
+
+/// For [`Mutant::DeadWorkerLooksAlive`]: whether this process (a `job` built-in) takes a dead
+/// worker for a live one. Other invocations still see it dead, so a resume after a killed
+/// front process is not blocked too.
+pub fn dead_worker_looks_alive() -> bool {
+    active(Mutant::DeadWorkerLooksAlive) && std::env::args_os().nth(1).is_some_and(|a| a == "job")
+}
+
+/// How the watchdog ends an active job (reference: `verdict`). For
+/// [`Mutant::StallReportedAsTimeout`] a stalled job's `error.code` says TIMEOUT.
+pub fn watchdog_verdict(mut verdict: Option<JobOutcome>) -> Option<JobOutcome> {
+    if active(Mutant::StallReportedAsTimeout)
+        && let Some(outcome) = &mut verdict
+        && outcome.status == JobStatus::Stalled
+        && let Some(failure) = &mut outcome.failure
+    {
+        failure.code = jobs::TIMEOUT.to_owned();
+    }
+    verdict
+}
+
+/// For [`Mutant::CancelKeepsCheckpoint`]: whether a cancelled job keeps its checkpoint.
+pub fn cancel_keeps_checkpoint() -> bool {
+    active(Mutant::CancelKeepsCheckpoint)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Progress and checkpoints
+
+/// For [`Mutant::ProgressNotPublished`]: whether progress reports are dropped.
+pub fn progress_not_published() -> bool {
+    active(Mutant::ProgressNotPublished)
+}
+
+/// The floor of a job's progress reporter (reference: the job's published progress). For
+/// [`Mutant::ProgressRestartsOnResume`] it is zero.
+pub fn progress_floor(published: Progress) -> Progress {
+    if active(Mutant::ProgressRestartsOnResume) { Progress::default() } else { published }
+}
+
+/// The `done` a resumed run reports (reference: `done`, its own count). For
+/// [`Mutant::ProgressRestartsOnResume`] it counts from where the job stood, so it goes
+/// backwards.
+pub fn reported_done(done: u64, published: u64) -> u64 {
+    if active(Mutant::ProgressRestartsOnResume) { done.saturating_sub(published) } else { done }
+}
+
+/// For [`Mutant::ProgressRestartsOnResume`]: whether a resume leaves the reporter's floor as
+/// it is (no raise to the checkpoint, no offset below it).
+pub fn resume_keeps_floor() -> bool {
+    active(Mutant::ProgressRestartsOnResume)
+}
+
+/// For [`Mutant::ChangedInputKeepsCheckpoint`]: whether a checkpoint of another input is
+/// restored all the same.
+pub fn changed_input_keeps_checkpoint() -> bool {
+    active(Mutant::ChangedInputKeepsCheckpoint)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The `job` built-ins and async commands
+
+/// For [`Mutant::CancelIgnored`]: whether the job store drops a cancel request (and reports
+/// the job cancelled).
+pub fn cancel_ignored() -> bool {
+    active(Mutant::CancelIgnored)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Until the framework and the job runtime have their hooks
 
 /// Whether this invocation is `version`, the read probe the stdin mutants spoil (not
 /// `manifest`: conform reads it in nearly every scenario, with stdin closed).
@@ -334,6 +556,17 @@ pub fn tamper_output(argv: &[OsString], stdout: &mut Vec<u8>, stderr: &mut Strin
     }
 }
 
+/// For [`Mutant::PlainCommandsReadBudgetEnv`]: the `meta.budget_ms` a command without
+/// interruption wrongly records from `AGENT_CALL_BUDGET_MS`.
+pub fn plain_budget_meta() -> Option<u64> {
+    if !active(Mutant::PlainCommandsReadBudgetEnv) {
+        return None;
+    }
+    let raw = std::env::var(crate::runtime::budget::BUDGET_ENV).ok()?;
+    let d = crate::duration::parse_duration(&raw).ok()?;
+    u64::try_from(d.as_millis()).ok()
+}
+
 /// For [`Mutant::ForeignInstanceCancel`]: the instance that owns job `job_id`, whichever it
 /// is; `None` when the mutant is off or the job is unknown.
 pub fn foreign_instance(conn: &rusqlite::Connection, job_id: &str) -> Option<String> {
@@ -342,13 +575,6 @@ pub fn foreign_instance(conn: &rusqlite::Connection, job_id: &str) -> Option<Str
     }
     conn.query_row("SELECT instance FROM reftool_jobs WHERE job_id = ?1", [job_id], |r| r.get(0))
         .ok()
-}
-
-/// For [`Mutant::DeadWorkerLooksAlive`]: whether this process (a `job` built-in) takes a dead
-/// worker for a live one. Other invocations still see it dead, so a resume after a killed
-/// front process is not blocked too.
-pub fn dead_worker_looks_alive() -> bool {
-    active(Mutant::DeadWorkerLooksAlive) && std::env::args_os().nth(1).is_some_and(|a| a == "job")
 }
 
 /// For [`Mutant::RejectedCancelStillFires`]: the active job of the same invocation identity,
@@ -379,13 +605,6 @@ pub fn drop_table(path: &std::path::Path, table: &str) {
     }
 }
 
-/// For [`Mutant::StaleCancelMarker`]: the marker file of an invocation identity.
-fn stale_marker(state_dir: &std::path::Path, identity: &str) -> std::path::PathBuf {
-    let name: String =
-        identity.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
-    state_dir.join(format!("mutant-stale-cancel-{name}"))
-}
-
 /// For [`Mutant::StaleCancelMarker`]: a cancel of an ended job leaves a marker.
 pub fn leave_stale_cancel(state_dir: &std::path::Path, identity: &str) {
     if active(Mutant::StaleCancelMarker) {
@@ -398,43 +617,6 @@ pub fn leave_stale_cancel(state_dir: &std::path::Path, identity: &str) {
 pub fn take_stale_cancel(state_dir: &std::path::Path, identity: &str) -> bool {
     active(Mutant::StaleCancelMarker)
         && std::fs::remove_file(stale_marker(state_dir, identity)).is_ok()
-}
-
-/// For [`Mutant::ClockJobIds`]: an id in the job-id format that counts up with the clock.
-pub fn clock_job_id(prefix: &str, hex_len: usize) -> Option<String> {
-    if !active(Mutant::ClockJobIds) {
-        return None;
-    }
-    let millis = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis());
-    Some(format!("{prefix}{millis:0hex_len$x}"))
-}
-
-/// For [`Mutant::PlainCommandsReadBudgetEnv`]: the `meta.budget_ms` a command without
-/// interruption wrongly records from `AGENT_CALL_BUDGET_MS`.
-pub fn plain_budget_meta() -> Option<u64> {
-    if !active(Mutant::PlainCommandsReadBudgetEnv) {
-        return None;
-    }
-    let raw = std::env::var(crate::runtime::budget::BUDGET_ENV).ok()?;
-    let d = crate::duration::parse_duration(&raw).ok()?;
-    u64::try_from(d.as_millis()).ok()
-}
-
-/// For [`Mutant::NoAttach`]: the tool version that joins a job's identity, made unique per
-/// process for a detaching command so that no two of its invocations are ever identical.
-/// (Resume-only commands keep theirs: without it their continuations, the identical
-/// invocation, could never find their checkpoint, and the mutant would break far more than
-/// the attach rule.)
-pub fn identity_version(version: &str, detaches: bool) -> String {
-    if !active(Mutant::NoAttach) || !detaches {
-        return version.to_owned();
-    }
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    format!("{version}+{}.{nanos}", std::process::id())
 }
 
 #[cfg(test)]

@@ -613,9 +613,7 @@ impl JobStore {
         // The outcome file is what a waiter answers from: wake them now, not at the commit.
         super::doorbell::ring(&dir);
         self.set_ended(tx, id, outcome)?;
-        if outcome.status == JobStatus::Cancelled
-            && !crate::mutants::active(crate::mutants::Mutant::CancelKeepsCheckpoint)
-        {
+        if outcome.status == JobStatus::Cancelled && !crate::mutants::cancel_keeps_checkpoint() {
             if let Ok(Some(record)) = read_json::<JobRecord>(&dir.join(JOB_FILE)) {
                 let _ = std::fs::remove_file(self.checkpoint_path(instance, &record.identity));
             }
@@ -651,9 +649,33 @@ impl JobStore {
             self.set_ended(tx, id, outcome)?;
             return Ok(view);
         }
+        let Some(outcome) = crate::mutants::watchdog_verdict(Self::verdict(&row, &view, id, now))
+        else {
+            return Ok(view);
+        };
+        let won = self.end_in(tx, instance, id, &outcome)?;
+        if won && matches!(outcome.status, JobStatus::Stalled | JobStatus::TimedOut) {
+            // Only a detached worker (a session leader) is killed, and only after its outcome
+            // is on disk (the worker's own watchdog may be the one killing it); a front process
+            // is the caller's own process and learns of the end at its next safe point.
+            if let Some(owner) =
+                row.owner.filter(|o| o.pid != std::process::id() && is_session_leader(o.pid))
+            {
+                owner.signal_if_alive(Signal::SIGKILL);
+            }
+        }
+        let row =
+            Self::read_row(tx, instance, id)?.ok_or_else(|| JobError::NotFound(id.to_string()))?;
+        self.view(instance, id, &row)
+    }
+
+    /// Whether an active job must end now, and how: its worker exited without a result
+    /// (JOB_LOST, or CANCELLED when a cancel was pending), it is past its deadline (TIMEOUT),
+    /// or its progress stopped for its idle timeout (STALLED).
+    fn verdict(row: &Row, view: &JobView, id: &JobId, now: u64) -> Option<JobOutcome> {
         let owner_alive =
             row.owner.is_some_and(|o| o.is_alive()) || crate::mutants::dead_worker_looks_alive();
-        let verdict = if row.status == JobStatus::Running && !owner_alive {
+        if row.status == JobStatus::Running && !owner_alive {
             Some(if row.cancel_requested {
                 JobOutcome::cancelled(id)
             } else {
@@ -679,11 +701,7 @@ impl JobStore {
             Some(JobOutcome::failed(
                 JobStatus::Stalled,
                 EXIT_TIMEOUT,
-                if crate::mutants::active(crate::mutants::Mutant::StallReportedAsTimeout) {
-                    TIMEOUT
-                } else {
-                    STALLED
-                },
+                STALLED,
                 format!(
                     "job {id} reported no progress for {}ms; it was stopped",
                     view.record.idle_timeout_ms
@@ -692,24 +710,7 @@ impl JobStore {
             ))
         } else {
             None
-        };
-        let Some(outcome) = verdict else {
-            return Ok(view);
-        };
-        let won = self.end_in(tx, instance, id, &outcome)?;
-        if won && matches!(outcome.status, JobStatus::Stalled | JobStatus::TimedOut) {
-            // Only a detached worker (a session leader) is killed, and only after its outcome
-            // is on disk (the worker's own watchdog may be the one killing it); a front process
-            // is the caller's own process and learns of the end at its next safe point.
-            if let Some(owner) =
-                row.owner.filter(|o| o.pid != std::process::id() && is_session_leader(o.pid))
-            {
-                owner.signal_if_alive(Signal::SIGKILL);
-            }
         }
-        let row =
-            Self::read_row(tx, instance, id)?.ok_or_else(|| JobError::NotFound(id.to_string()))?;
-        self.view(instance, id, &row)
     }
 
     /// Creates a job for `new`, or attaches to / resumes the active job of the same identity.
@@ -928,6 +929,9 @@ impl JobStore {
         instance: &str,
         id: &JobId,
     ) -> Result<CancelOutcome, JobError> {
+        if crate::mutants::cancel_ignored() {
+            return Ok(CancelOutcome::Cancelled);
+        }
         let tx = immediate(conn)?;
         let view = self.settle(&tx, instance, id, now_ms())?;
         match view.status {
@@ -945,8 +949,9 @@ impl JobStore {
                 Ok(CancelOutcome::Cancelling)
             }
             status => {
-                // Nothing is written: an ended job keeps its outcome, and no flag is left.
-                drop(tx);
+                // An ended job keeps its outcome and gets no flag. What settling found (a lost
+                // or stalled job) is kept, as any other read would record it.
+                let _ = tx.commit();
                 Err(JobError::JobEnded { id: id.clone(), status })
             }
         }
