@@ -25,19 +25,25 @@
 //! call into this module that hands over what the reference computed and gets back what the
 //! mutant makes of it (or, for a step a mutant skips, asks whether to skip it). Every
 //! deviation is written here, grouped by concern; faults of what goes in and comes out act at
-//! the process boundary, around the whole invocation.
+//! the process boundary ([`at_the_boundary`]), around the whole invocation.
 //!
 //! ```sh
 //! cargo build -p reftool --features mutants
 //! REFTOOL_MUTANT=env-beats-flag target/debug/reftool analyze data.csv --budget 1s
 //! ```
 
+use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::process::Stdio;
 
 use serde_json::{Value, json};
 
 use crate::duration::parse_duration;
+use crate::framework::cli::Parsed;
+use crate::framework::modes::OutputValue;
+use crate::framework::options::{self, Token};
+use crate::framework::registry::{CommandSpec, FlagOwner};
+use crate::framework::{Exit, Failure, Finished, Response};
 use crate::runtime::budget::{
     self, BudgetError, BudgetInputs, BudgetSource, ResolvedBudget, resolve_budget,
 };
@@ -258,6 +264,178 @@ pub const fn active(_mutant: Mutant) -> bool {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The process boundary: argv in, bytes and exit status out
+
+/// Runs `run` (the whole invocation) between the faults of the process boundary: the read
+/// probes' stdin faults before it (they may end the process at once, writing nothing), and
+/// the faults in what is written after it (the exit status, stray bytes on stdout and stderr).
+pub fn at_the_boundary(
+    argv: Vec<OsString>,
+    run: impl FnOnce(Vec<OsString>) -> Finished,
+) -> Finished {
+    if !COMPILED_IN {
+        return run(argv);
+    }
+    if let Some(exit) = before_run(&argv) {
+        return Finished { stdout: Vec::new(), stderr: String::new(), exit };
+    }
+    let kept = argv.clone();
+    let mut finished = run(argv);
+    tamper_output(&kept, &mut finished);
+    finished
+}
+
+/// Whether this invocation is `version`, the read probe the stdin mutants spoil (not
+/// `manifest`: conform reads it in nearly every scenario, with stdin closed).
+fn is_read_probe(argv: &[OsString]) -> bool {
+    argv.get(1).is_some_and(|a| a == "version")
+}
+
+/// Faults before anything runs: the read probes' stdin mutants. `Some(exit)` ends the
+/// process at once with that status.
+fn before_run(argv: &[OsString]) -> Option<u8> {
+    use std::io::{IsTerminal, Read};
+    use std::os::unix::fs::FileTypeExt;
+    const GENERAL_ERROR: u8 = 1;
+    if !is_read_probe(argv) || std::io::stdin().is_terminal() {
+        return None;
+    }
+    if active(Mutant::ReadProbesWaitForStdin) {
+        let mut input = Vec::new();
+        let _ = std::io::stdin().lock().read_to_end(&mut input);
+    }
+    // `/dev/null` (what a closed stdin usually is) is a character device, a pipe is not.
+    let stdin_is_null =
+        std::fs::metadata("/dev/stdin").is_ok_and(|m| m.file_type().is_char_device());
+    (active(Mutant::ReadProbesNeedInput) && stdin_is_null).then_some(GENERAL_ERROR)
+}
+
+/// Faults in what is written: the exit status and stray escape sequences.
+fn tamper_output(argv: &[OsString], finished: &mut Finished) {
+    let Finished { stdout, stderr, exit } = finished;
+    const INCOMPLETE: u8 = 14;
+    if active(Mutant::ExitZeroOnIncomplete) && *exit == INCOMPLETE {
+        *exit = 0;
+    }
+    const ARG_ERROR: u8 = 2;
+    const SHELL_NOT_FOUND: u8 = 127;
+    if active(Mutant::ArgErrorExits127) && *exit == ARG_ERROR {
+        *exit = SHELL_NOT_FOUND;
+    }
+    if active(Mutant::VersionPrintsProgressFirst) && argv.get(1).is_some_and(|a| a == "version") {
+        let mut first = b"{\"progress\":{\"done\":1}}\n".to_vec();
+        first.append(stdout);
+        *stdout = first;
+    }
+    if active(Mutant::AnsiOnStdout) && argv.get(1).is_some_and(|a| a == "version") {
+        stdout.extend_from_slice(b"\x1b[0m");
+    }
+    if active(Mutant::NoColorIgnored) {
+        stderr.push_str("\x1b[2mreftool\x1b[0m\n");
+    }
+}
+
+/// For [`Mutant::SigtermKillsTheCall`]: whether SIGTERM keeps its default action (no handler).
+pub fn sigterm_kills_the_call() -> bool {
+    active(Mutant::SigtermKillsTheCall)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parsing: options, the output mode, help and argument errors
+
+/// The repeat check of the options (reference: `reference`, the first conflicting repeat).
+/// [`Mutant::ConflictingRepeatLastWins`] accepts every repeat; [`Mutant::SameValueRepeatRefused`]
+/// refuses the first repeat of either kind.
+pub fn repeat_check(tokens: &[Token], reference: Result<(), Failure>) -> Result<(), Failure> {
+    if active(Mutant::ConflictingRepeatLastWins) {
+        return Ok(());
+    }
+    if active(Mutant::SameValueRepeatRefused) {
+        let mut seen: BTreeMap<&str, &str> = BTreeMap::new();
+        for token in tokens {
+            let Token::Option { name, value: Some(value), .. } = token else { continue };
+            match seen.get(name.as_str()) {
+                None => {
+                    seen.insert(name, value);
+                }
+                // The first repeat conflicts: the reference refuses it already.
+                Some(first) if first != value => return reference,
+                Some(_) => {
+                    return Err(Failure::arg(
+                        "CONFLICTING_OPTION",
+                        format!("--{name} cannot be used multiple times"),
+                    ));
+                }
+            }
+        }
+    }
+    reference
+}
+
+/// The `--output` values that decide the output mode (reference: every one in argv).
+/// [`Mutant::SubcommandDefaultOverridesGlobal`] drops those before the command path;
+/// [`Mutant::ConflictingRepeatLastWins`] keeps only the last.
+pub fn output_values(mut values: Vec<OutputValue>) -> Vec<OutputValue> {
+    if active(Mutant::SubcommandDefaultOverridesGlobal) {
+        values.retain(|v| !v.before_path);
+    }
+    if active(Mutant::ConflictingRepeatLastWins) {
+        values = values.split_off(values.len().saturating_sub(1));
+    }
+    values
+}
+
+/// A parse result (reference: `parsed`). [`Mutant::GlobalOptionAfterPathRefused`] refuses
+/// `--output` after the first command word; [`Mutant::OptionsStopAtPositional`] drops the
+/// optional command-local options given after the first positional.
+pub fn parsed_options(
+    spec: &CommandSpec,
+    tokens: &[Token],
+    path_words: usize,
+    mut parsed: Parsed,
+) -> Result<Parsed, Failure> {
+    if active(Mutant::GlobalOptionAfterPathRefused)
+        && let Some(first) = options::first_word(tokens)
+        && let Some(name) = tokens.iter().find_map(|t| match t {
+            Token::Option { name, index, .. } if *index > first && name == "output" => Some(name),
+            _ => None,
+        })
+    {
+        return Err(Failure::arg("UNKNOWN_FLAG", format!("unexpected argument '--{name}' found")));
+    }
+    if active(Mutant::OptionsStopAtPositional)
+        && let Some(positional) = options::first_positional(tokens, path_words)
+    {
+        for token in tokens {
+            if let Token::Option { name, index, .. } = token
+                && *index > positional
+                && spec
+                    .flags
+                    .iter()
+                    .any(|f| &f.name == name && f.owner == FlagOwner::Command && !f.required)
+            {
+                parsed.args.values.remove(name);
+            }
+        }
+    }
+    Ok(parsed)
+}
+
+/// The answer to an invocation the parser refused. [`Mutant::UnknownFlagExits1`] exits 1.
+pub fn refused_invocation(mut response: Response) -> Response {
+    if active(Mutant::UnknownFlagExits1) {
+        response.exit = Exit::GENERAL_ERROR;
+    }
+    response
+}
+
+/// Whether help goes to stdout (reference: only to a terminal). [`Mutant::HelpOnStdout`]:
+/// always.
+pub fn help_on_stdout(stdout_is_terminal: bool) -> bool {
+    stdout_is_terminal || active(Mutant::HelpOnStdout)
+}
+
+// ---------------------------------------------------------------------------------------------
 // The call budget
 
 /// The budget faults, applied to the reference resolution `resolved` of `inputs`.
@@ -299,6 +477,27 @@ pub fn budget_override(
     Ok(resolved)
 }
 
+/// For [`Mutant::PlainCommandsReadBudgetEnv`]: records `AGENT_CALL_BUDGET_MS` in
+/// `meta.budget_ms` of a command without interruption (which has no budget).
+pub fn plain_budget_meta(response: &mut Response) {
+    if !active(Mutant::PlainCommandsReadBudgetEnv) {
+        return;
+    }
+    let ms = std::env::var(budget::BUDGET_ENV)
+        .ok()
+        .and_then(|raw| parse_duration(&raw).ok())
+        .and_then(|d| u64::try_from(d.as_millis()).ok());
+    if let Some(ms) = ms {
+        response.meta.insert("budget_ms".into(), json!(ms));
+    }
+}
+
+/// For [`Mutant::BudgetFlagOnPlainCommand`]: whether the command at `path`, which declares no
+/// interruption, takes `--budget` all the same.
+pub fn plain_command_takes_budget(path: &str) -> bool {
+    active(Mutant::BudgetFlagOnPlainCommand) && path == "migrate"
+}
+
 // ---------------------------------------------------------------------------------------------
 // Answers: INCOMPLETE, timeouts, signals, streams
 
@@ -326,6 +525,36 @@ pub fn paused_continue(
         return original.to_vec();
     }
     argv
+}
+
+/// The exit of a plain command at its `--timeout` (reference: TIMEOUT 10).
+/// [`Mutant::PlainTimeoutIsGeneralError`]: 1.
+pub fn plain_timeout_exit(exit: Exit) -> Exit {
+    if active(Mutant::PlainTimeoutIsGeneralError) { Exit::GENERAL_ERROR } else { exit }
+}
+
+/// The cancellation after SIGINT (reference: `failure`, exit 130 with `data.partial: true`).
+/// [`Mutant::SigintExits1`] exits 1; [`Mutant::SigintNotPartial`] says `partial: false`.
+pub fn sigint_failure(mut failure: Failure) -> Failure {
+    if active(Mutant::SigintExits1) {
+        failure.exit = Exit::GENERAL_ERROR;
+    }
+    if active(Mutant::SigintNotPartial) {
+        failure.data = Some(json!({"partial": false}));
+    }
+    failure
+}
+
+/// A stream item's `_seq` (reference: one more than the last). [`Mutant::StreamSeqSkips`]
+/// skips 3.
+pub fn stream_seq(seq: u64) -> u64 {
+    if active(Mutant::StreamSeqSkips) && seq == 3 { seq + 1 } else { seq }
+}
+
+/// A successful stream's summary line (reference: `line`). [`Mutant::StreamWithoutSummary`]
+/// writes none.
+pub fn stream_summary(line: Vec<u8>) -> Vec<u8> {
+    if active(Mutant::StreamWithoutSummary) { Vec::new() } else { line }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -373,6 +602,12 @@ pub fn mutate_manifest(manifest: &mut Value) {
     {
         top.remove("schema_version");
     }
+}
+
+/// The idempotency store's answer for a key (reference: `lookup`).
+/// [`Mutant::IdempotencyKeyIgnored`] never finds one.
+pub fn idempotency_lookup<T, E>(lookup: Result<Option<T>, E>) -> Result<Option<T>, E> {
+    if active(Mutant::IdempotencyKeyIgnored) { lookup.map(|_| None) } else { lookup }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -505,67 +740,7 @@ pub fn cancel_ignored() -> bool {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Until the framework and the job runtime have their hooks
-
-/// Whether this invocation is `version`, the read probe the stdin mutants spoil (not
-/// `manifest`: conform reads it in nearly every scenario, with stdin closed).
-fn is_read_probe(argv: &[OsString]) -> bool {
-    argv.get(1).is_some_and(|a| a == "version")
-}
-
-/// Faults before anything runs: the read probes' stdin mutants. `Some(exit)` ends the
-/// process at once with that status.
-pub fn before_run(argv: &[OsString]) -> Option<u8> {
-    use std::io::{IsTerminal, Read};
-    use std::os::unix::fs::FileTypeExt;
-    const GENERAL_ERROR: u8 = 1;
-    if !is_read_probe(argv) || std::io::stdin().is_terminal() {
-        return None;
-    }
-    if active(Mutant::ReadProbesWaitForStdin) {
-        let mut input = Vec::new();
-        let _ = std::io::stdin().lock().read_to_end(&mut input);
-    }
-    // `/dev/null` (what a closed stdin usually is) is a character device, a pipe is not.
-    let stdin_is_null =
-        std::fs::metadata("/dev/stdin").is_ok_and(|m| m.file_type().is_char_device());
-    (active(Mutant::ReadProbesNeedInput) && stdin_is_null).then_some(GENERAL_ERROR)
-}
-
-/// Faults in what is written: the exit status and stray escape sequences.
-pub fn tamper_output(argv: &[OsString], stdout: &mut Vec<u8>, stderr: &mut String, exit: &mut u8) {
-    const INCOMPLETE: u8 = 14;
-    if active(Mutant::ExitZeroOnIncomplete) && *exit == INCOMPLETE {
-        *exit = 0;
-    }
-    const ARG_ERROR: u8 = 2;
-    const SHELL_NOT_FOUND: u8 = 127;
-    if active(Mutant::ArgErrorExits127) && *exit == ARG_ERROR {
-        *exit = SHELL_NOT_FOUND;
-    }
-    if active(Mutant::VersionPrintsProgressFirst) && argv.get(1).is_some_and(|a| a == "version") {
-        let mut first = b"{\"progress\":{\"done\":1}}\n".to_vec();
-        first.append(stdout);
-        *stdout = first;
-    }
-    if active(Mutant::AnsiOnStdout) && argv.get(1).is_some_and(|a| a == "version") {
-        stdout.extend_from_slice(b"\x1b[0m");
-    }
-    if active(Mutant::NoColorIgnored) {
-        stderr.push_str("\x1b[2mreftool\x1b[0m\n");
-    }
-}
-
-/// For [`Mutant::PlainCommandsReadBudgetEnv`]: the `meta.budget_ms` a command without
-/// interruption wrongly records from `AGENT_CALL_BUDGET_MS`.
-pub fn plain_budget_meta() -> Option<u64> {
-    if !active(Mutant::PlainCommandsReadBudgetEnv) {
-        return None;
-    }
-    let raw = std::env::var(crate::runtime::budget::BUDGET_ENV).ok()?;
-    let d = crate::duration::parse_duration(&raw).ok()?;
-    u64::try_from(d.as_millis()).ok()
-}
+// Until the job runtime has its hooks
 
 /// For [`Mutant::ForeignInstanceCancel`]: the instance that owns job `job_id`, whichever it
 /// is; `None` when the mutant is off or the job is unknown.

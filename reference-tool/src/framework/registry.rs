@@ -739,8 +739,7 @@ pub fn validate(mut spec: CommandSpec) -> Result<CommandSpec, RegistrationError>
     if (spec.interruption.is_some() || spec.is_async) && spec.job_run.is_none() {
         return Err(RegistrationError::MissingJobWork(err_path()));
     }
-    let plain_budget = crate::mutants::active(crate::mutants::Mutant::BudgetFlagOnPlainCommand)
-        && spec.path == "migrate";
+    let plain_budget = crate::mutants::plain_command_takes_budget(&spec.path);
     if spec.interruption.is_some() || spec.takes_budget || plain_budget {
         spec.flags.push(
             FlagSpec::string(
