@@ -36,6 +36,7 @@ use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::process::Stdio;
 
+use rusqlite::Connection;
 use serde_json::{Value, json};
 
 use crate::duration::parse_duration;
@@ -43,11 +44,15 @@ use crate::framework::cli::Parsed;
 use crate::framework::modes::OutputValue;
 use crate::framework::options::{self, Token};
 use crate::framework::registry::{CommandSpec, FlagOwner};
-use crate::framework::{Exit, Failure, Finished, Response};
+use crate::framework::{App, Exit, Failure, Finished, Response};
 use crate::runtime::budget::{
     self, BudgetError, BudgetInputs, BudgetSource, ResolvedBudget, resolve_budget,
 };
-use crate::runtime::jobs::{self, JobOutcome, JobStatus};
+use crate::runtime::context::JobContext;
+use crate::runtime::ids::JobId;
+use crate::runtime::jobs::{
+    self, CancelOutcome, JobError, JobOutcome, JobStatus, JobStore, JobView,
+};
 use crate::runtime::progress::Progress;
 
 /// The environment variable that names the active mutant.
@@ -477,6 +482,12 @@ pub fn budget_override(
     Ok(resolved)
 }
 
+/// The `meta.budget_ms` stamped on `response` (reference: `budget_ms`).
+/// [`Mutant::NoBudgetMetaOnSuccess`] stamps none on a success.
+pub fn stamped_budget_ms(response: &Response, budget_ms: Option<u64>) -> Option<u64> {
+    budget_ms.filter(|_| !(active(Mutant::NoBudgetMetaOnSuccess) && response.exit == Exit::SUCCESS))
+}
+
 /// For [`Mutant::PlainCommandsReadBudgetEnv`]: records `AGENT_CALL_BUDGET_MS` in
 /// `meta.budget_ms` of a command without interruption (which has no budget).
 pub fn plain_budget_meta(response: &mut Response) {
@@ -525,6 +536,12 @@ pub fn paused_continue(
         return original.to_vec();
     }
     argv
+}
+
+/// `retryable` of an INCOMPLETE answer (reference: the "14" entry's). For
+/// [`Mutant::WriterIncompleteRetryable`] a writer's says true.
+pub fn incomplete_retryable(writes: bool, retryable: bool) -> bool {
+    retryable || (writes && active(Mutant::WriterIncompleteRetryable))
 }
 
 /// The exit of a plain command at its `--timeout` (reference: TIMEOUT 10).
@@ -610,6 +627,23 @@ pub fn idempotency_lookup<T, E>(lookup: Result<Option<T>, E>) -> Result<Option<T
     if active(Mutant::IdempotencyKeyIgnored) { lookup.map(|_| None) } else { lookup }
 }
 
+/// Whether `drop-table` answers the preview (reference: `dry_run`). [`Mutant::DryRunActs`]
+/// drops the table first; [`Mutant::DryRunIgnored`] goes on as a real call.
+pub fn previews(dry_run: bool, path: &std::path::Path, table: &str) -> bool {
+    if dry_run && active(Mutant::DryRunActs) {
+        if let Ok(conn) = rusqlite::Connection::open(path) {
+            let _ = conn.execute(&format!("DROP TABLE IF EXISTS \"{table}\""), []);
+        }
+    }
+    dry_run && !active(Mutant::DryRunIgnored)
+}
+
+/// Whether `drop-table` was confirmed by a flag (reference: `flagged`).
+/// [`Mutant::UnconfirmedDrops`]: always.
+pub fn confirmed_by_flag(flagged: bool) -> bool {
+    flagged || active(Mutant::UnconfirmedDrops)
+}
+
 // ---------------------------------------------------------------------------------------------
 // The job runtime: identity, ids, the front process, the worker
 
@@ -644,6 +678,17 @@ fn stale_marker(state_dir: &std::path::Path, identity: &str) -> std::path::PathB
     let name: String =
         identity.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
     state_dir.join(format!("mutant-stale-cancel-{name}"))
+}
+
+/// For [`Mutant::StaleCancelMarker`]: a job just born finds (and takes) the marker a cancel
+/// of an ended job of its identity left, which then cancels it.
+pub fn stale_cancel_on_birth(store: &JobStore, conn: &Connection, instance: &str, view: &JobView) {
+    if active(Mutant::StaleCancelMarker)
+        && std::fs::remove_file(stale_marker(store.state_dir(), view.record.identity.as_str()))
+            .is_ok()
+    {
+        let _ = store.request_cancel(conn, instance, &view.record.job_id);
+    }
 }
 
 /// The quoted `continue_command` / `cancel_command` (reference: `quoted`).
@@ -730,8 +775,80 @@ pub fn changed_input_keeps_checkpoint() -> bool {
     active(Mutant::ChangedInputKeepsCheckpoint)
 }
 
+/// The checkpointed state a reader resumes from (reference: `restored`). For
+/// [`Mutant::KilledReaderStartsOver`] a new job (the one after a killed run: nothing
+/// published yet) starts over.
+pub fn reader_resumes_from<T>(job: &JobContext<'_>, restored: Option<T>) -> Option<T> {
+    let starts_over = active(Mutant::KilledReaderStartsOver) && job.job().progress.done == 0;
+    restored.filter(|_| !starts_over)
+}
+
+/// For [`Mutant::CompletedCheckpointKept`]: whether completed work keeps its last checkpoint.
+pub fn completed_checkpoint_kept() -> bool {
+    active(Mutant::CompletedCheckpointKept)
+}
+
 // ---------------------------------------------------------------------------------------------
 // The `job` built-ins and async commands
+
+/// An async command's job descriptor (reference: `descriptor`).
+/// [`Mutant::AsyncDescriptorWithoutTerminal`] drops `terminal`.
+pub fn async_descriptor(mut descriptor: Value) -> Value {
+    if active(Mutant::AsyncDescriptorWithoutTerminal)
+        && let Some(map) = descriptor.as_object_mut()
+    {
+        map.remove("terminal");
+    }
+    descriptor
+}
+
+/// `job wait`'s answer (reference: `response`). [`Mutant::RelayedResultLosesData`] relays a
+/// success with `data` null; [`Mutant::JobWaitStaleProgress`] reports `progress.done` 0.
+pub fn job_wait_answer(mut response: Response) -> Response {
+    if active(Mutant::RelayedResultLosesData) && response.exit == Exit::SUCCESS {
+        response.data = Value::Null;
+    }
+    if active(Mutant::JobWaitStaleProgress)
+        && response.exit == Exit::INCOMPLETE
+        && let Some(done) = response.data.pointer_mut("/progress/done")
+    {
+        *done = json!(0);
+    }
+    response
+}
+
+/// For [`Mutant::JobStatusWaits`]: whether `job status` waits like `job wait`.
+pub fn job_status_waits() -> bool {
+    active(Mutant::JobStatusWaits)
+}
+
+/// `job status`'s answer for `view` (reference: `response`). [`Mutant::AsyncStatusExits3`]
+/// exits 3 for a running async job.
+pub fn job_status_answer(app: &App, view: &JobView, mut response: Response) -> Response {
+    if active(Mutant::AsyncStatusExits3)
+        && response.exit == Exit::INCOMPLETE
+        && app.registry().get(&view.record.command_path).is_some_and(|s| s.is_async)
+    {
+        response.exit = Exit::PARTIAL_FAILURE;
+    }
+    response
+}
+
+/// The instance `job cancel` looks for job `id` in (reference: `instance`, the caller's).
+/// [`Mutant::ForeignInstanceCancel`]: whichever instance owns it.
+pub fn cancel_instance(conn: &Connection, id: &JobId, instance: &str) -> String {
+    let foreign: Option<String> = active(Mutant::ForeignInstanceCancel)
+        .then(|| {
+            conn.query_row(
+                "SELECT instance FROM reftool_jobs WHERE job_id = ?1",
+                [id.as_str()],
+                |r| r.get(0),
+            )
+            .ok()
+        })
+        .flatten();
+    foreign.unwrap_or_else(|| instance.to_owned())
+}
 
 /// For [`Mutant::CancelIgnored`]: whether the job store drops a cancel request (and reports
 /// the job cancelled).
@@ -739,29 +856,35 @@ pub fn cancel_ignored() -> bool {
     active(Mutant::CancelIgnored)
 }
 
-// ---------------------------------------------------------------------------------------------
-// Until the job runtime has its hooks
-
-/// For [`Mutant::ForeignInstanceCancel`]: the instance that owns job `job_id`, whichever it
-/// is; `None` when the mutant is off or the job is unknown.
-pub fn foreign_instance(conn: &rusqlite::Connection, job_id: &str) -> Option<String> {
-    if !active(Mutant::ForeignInstanceCancel) {
-        return None;
+/// After `job cancel` asked job `id` to stop and was refused because it had ended
+/// (`requested`): [`Mutant::StaleCancelMarker`] leaves a marker for the next job of its
+/// identity ([`stale_cancel_on_birth`]); [`Mutant::RejectedCancelStillFires`] cancels the
+/// running job of the same identity.
+pub fn after_cancel_request(
+    store: &JobStore,
+    conn: &Connection,
+    instance: &str,
+    id: &JobId,
+    requested: &Result<CancelOutcome, JobError>,
+) {
+    let faulty = active(Mutant::StaleCancelMarker) || active(Mutant::RejectedCancelStillFires);
+    if !faulty || !matches!(requested, Err(JobError::JobEnded { .. })) {
+        return;
     }
-    conn.query_row("SELECT instance FROM reftool_jobs WHERE job_id = ?1", [job_id], |r| r.get(0))
-        .ok()
+    let Ok(view) = store.get(conn, instance, id) else { return };
+    let identity = view.record.identity.as_str();
+    if active(Mutant::StaleCancelMarker) {
+        let _ = std::fs::write(stale_marker(store.state_dir(), identity), b"cancel");
+    }
+    if active(Mutant::RejectedCancelStillFires)
+        && let Some(other) = running_job_of(conn, instance, identity)
+    {
+        let _ = store.request_cancel(conn, instance, &other);
+    }
 }
 
-/// For [`Mutant::RejectedCancelStillFires`]: the active job of the same invocation identity,
-/// which the rejected cancel then cancels; `None` when the mutant is off.
-pub fn rejected_cancel_target(
-    conn: &rusqlite::Connection,
-    instance: &str,
-    identity: &str,
-) -> Option<crate::runtime::ids::JobId> {
-    if !active(Mutant::RejectedCancelStillFires) {
-        return None;
-    }
+/// The active job of an invocation identity, if any.
+fn running_job_of(conn: &Connection, instance: &str, identity: &str) -> Option<JobId> {
     let id: String = conn
         .query_row(
             "SELECT job_id FROM reftool_jobs WHERE instance = ?1 AND identity = ?2
@@ -770,28 +893,7 @@ pub fn rejected_cancel_target(
             |r| r.get(0),
         )
         .ok()?;
-    crate::runtime::ids::JobId::parse(&id).ok()
-}
-
-/// For [`Mutant::DryRunActs`]: drops `table` (a validated name) from the database at `path`.
-pub fn drop_table(path: &std::path::Path, table: &str) {
-    if let Ok(conn) = rusqlite::Connection::open(path) {
-        let _ = conn.execute(&format!("DROP TABLE IF EXISTS \"{table}\""), []);
-    }
-}
-
-/// For [`Mutant::StaleCancelMarker`]: a cancel of an ended job leaves a marker.
-pub fn leave_stale_cancel(state_dir: &std::path::Path, identity: &str) {
-    if active(Mutant::StaleCancelMarker) {
-        let _ = std::fs::write(stale_marker(state_dir, identity), b"cancel");
-    }
-}
-
-/// For [`Mutant::StaleCancelMarker`]: whether a new job of this identity finds (and takes) a
-/// marker, which then cancels it.
-pub fn take_stale_cancel(state_dir: &std::path::Path, identity: &str) -> bool {
-    active(Mutant::StaleCancelMarker)
-        && std::fs::remove_file(stale_marker(state_dir, identity)).is_ok()
+    JobId::parse(&id).ok()
 }
 
 #[cfg(test)]

@@ -134,9 +134,7 @@ pub fn resolve_call_budget(invocation: &Invocation) -> ResolvedBudget {
 /// Records the budget in force in `meta.budget_ms` (unless the answer set its own) and adds
 /// the budget's warnings.
 pub fn stamp_budget(response: &mut Response, budget: &ResolvedBudget) {
-    let drop_on_success = crate::mutants::active(crate::mutants::Mutant::NoBudgetMetaOnSuccess)
-        && response.exit == Exit::SUCCESS;
-    if let Some(ms) = budget.meta_budget_ms.filter(|_| !drop_on_success) {
+    if let Some(ms) = crate::mutants::stamped_budget_ms(response, budget.meta_budget_ms) {
         response.meta.entry("budget_ms").or_insert(json!(ms));
     }
     for w in &budget.warnings {
@@ -148,6 +146,7 @@ pub fn stamp_budget(response: &mut Response, budget: &ResolvedBudget) {
 pub(crate) fn dispatch(app: &App, spec: &CommandSpec, call: Call<'_>) -> Response {
     let result = match spec.path.as_str() {
         "job.wait" => job_wait(app, &call),
+        "job.status" if crate::mutants::job_status_waits() => job_wait(app, &call),
         "job.status" => job_status(app, &call),
         "job.cancel" => job_cancel(app, &call),
         _ if spec.is_async => start_async(app, spec, &call),
@@ -391,11 +390,7 @@ impl Answering<'_> {
             "INCOMPLETE",
             incomplete::message(state, self.budget_ms, &view.progress),
         )
-        .retryable(
-            retryable
-                || (writes
-                    && crate::mutants::active(crate::mutants::Mutant::WriterIncompleteRetryable)),
-        )
+        .retryable(crate::mutants::incomplete_retryable(writes, retryable))
         .with_data(data)
     }
 }
@@ -460,13 +455,12 @@ fn front(app: &App, spec: &CommandSpec, call: Call<'_>) -> Result<Response, Fail
         }
         Claim::Ended(view) => return Ok(answering.answer(&view)),
         Claim::Created(view) => {
-            if crate::mutants::take_stale_cancel(
-                jobs.store.state_dir(),
-                view.record.identity.as_str(),
-            ) {
-                let _ =
-                    jobs.store.clone().request_cancel(jobs.conn(), &instance, &view.record.job_id);
-            }
+            crate::mutants::stale_cancel_on_birth(
+                &jobs.store.clone(),
+                jobs.conn(),
+                &instance,
+                &view,
+            );
             // Retention is enforced whenever a job is born, not only when someone asks about
             // jobs: an agent that never runs a `job` command leaves no pile behind.
             let _ = jobs.store.clone().cleanup_expired(jobs.conn(), jobs::RETENTION_MS);
@@ -822,7 +816,7 @@ fn start_async(app: &App, spec: &CommandSpec, call: &Call<'_>) -> Result<Respons
         JobStatus::Cancelled => "cancelled",
         _ => "failed",
     };
-    let mut descriptor = json!({
+    let descriptor = json!({
         "job_id": id,
         "status": status,
         "terminal": status != "running",
@@ -832,12 +826,7 @@ fn start_async(app: &App, spec: &CommandSpec, call: &Call<'_>) -> Result<Respons
         "poll_interval_ms": POLL_INTERVAL_MS,
         "timeout_ms": lifetime_ms,
     });
-    if crate::mutants::active(crate::mutants::Mutant::AsyncDescriptorWithoutTerminal)
-        && let Some(map) = descriptor.as_object_mut()
-    {
-        map.remove("terminal");
-    }
-    Ok(Response::success(descriptor))
+    Ok(Response::success(crate::mutants::async_descriptor(descriptor)))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -869,26 +858,10 @@ fn job_wait(app: &App, call: &Call<'_>) -> Result<Response, Failure> {
         budget_ms: call.budget.and_then(|b| b.meta_budget_ms),
     };
     let answer = wait_and_answer(&mut jobs, &answering, &call.state.instance, &id, deadline);
-    answer.map(|mut response| {
-        if crate::mutants::active(crate::mutants::Mutant::RelayedResultLosesData)
-            && response.exit == Exit::SUCCESS
-        {
-            response.data = Value::Null;
-        }
-        if crate::mutants::active(crate::mutants::Mutant::JobWaitStaleProgress)
-            && response.exit == Exit::INCOMPLETE
-            && let Some(done) = response.data.pointer_mut("/progress/done")
-        {
-            *done = json!(0);
-        }
-        response
-    })
+    answer.map(crate::mutants::job_wait_answer)
 }
 
 fn job_status(app: &App, call: &Call<'_>) -> Result<Response, Failure> {
-    if crate::mutants::active(crate::mutants::Mutant::JobStatusWaits) {
-        return job_wait(app, call);
-    }
     let id = job_id_arg(&call.args)?;
     let mut jobs = Jobs::open(app, &call.state)?;
     let store = jobs.store.clone();
@@ -900,13 +873,7 @@ fn job_status(app: &App, call: &Call<'_>) -> Result<Response, Failure> {
         tool: tool_prefix(&call.invocation, &call.state.instance),
         budget_ms: Some(0),
     };
-    let mut response = answering.answer(&view);
-    if crate::mutants::active(crate::mutants::Mutant::AsyncStatusExits3)
-        && response.exit == Exit::INCOMPLETE
-        && app.registry().get(&view.record.command_path).is_some_and(|s| s.is_async)
-    {
-        response.exit = Exit::PARTIAL_FAILURE;
-    }
+    let mut response = crate::mutants::job_status_answer(app, &view, answering.answer(&view));
     // It never waits: the budget in force for this call is none.
     response.meta.insert("budget_ms".into(), json!(0));
     Ok(response)
@@ -916,31 +883,11 @@ fn job_cancel(app: &App, call: &Call<'_>) -> Result<Response, Failure> {
     let id = job_id_arg(&call.args)?;
     let mut jobs = Jobs::open(app, &call.state)?;
     let store = jobs.store.clone();
-    let foreign = crate::mutants::foreign_instance(jobs.conn(), id.as_str());
-    let instance = foreign.as_deref().unwrap_or(call.state.instance.as_str());
+    let instance = crate::mutants::cancel_instance(jobs.conn(), &id, &call.state.instance);
+    let instance = instance.as_str();
     let _ = store.cleanup_expired(jobs.conn(), jobs::RETENTION_MS);
     sweep_old_checkpoint_temps(&store);
-    if crate::mutants::active(crate::mutants::Mutant::CancelIgnored) {
-        return Ok(Response::success(
-            json!({"effect": "updated", "job_id": id.as_str(), "state": "cancelled"}),
-        ));
-    }
-    let requested = store.request_cancel(jobs.conn(), instance, &id);
-    let ended_identity = match &requested {
-        Err(JobError::JobEnded { .. }) => {
-            store.get(jobs.conn(), instance, &id).ok().map(|v| v.record.identity.0.clone())
-        }
-        _ => None,
-    };
-    if let Some(identity) = ended_identity {
-        crate::mutants::leave_stale_cancel(store.state_dir(), &identity);
-        if let Some(other) =
-            crate::mutants::rejected_cancel_target(jobs.conn(), instance, &identity)
-        {
-            let _ = store.request_cancel(jobs.conn(), instance, &other);
-        }
-    }
-    let state = match requested.map_err(job_failure)? {
+    let state = match request_cancel(&store, jobs.conn(), instance, &id).map_err(job_failure)? {
         CancelOutcome::Cancelled => "cancelled",
         CancelOutcome::Cancelling => {
             let deadline = Some(Instant::now() + CANCEL_ACK_WAIT);
@@ -957,6 +904,19 @@ fn job_cancel(app: &App, call: &Call<'_>) -> Result<Response, Failure> {
         "job_id": id.as_str(),
         "state": state,
     })))
+}
+
+/// Asks job `id` to stop at its next safe point; a job that already ended refuses
+/// (`JobEnded`) and nothing changes.
+fn request_cancel(
+    store: &JobStore,
+    conn: &Connection,
+    instance: &str,
+    id: &JobId,
+) -> Result<CancelOutcome, JobError> {
+    let requested = store.request_cancel(conn, instance, id);
+    crate::mutants::after_cancel_request(store, conn, instance, id, &requested);
+    requested
 }
 
 // ---------------------------------------------------------------------------------------------
