@@ -51,6 +51,7 @@
 
 use std::ffi::OsString;
 use std::io;
+use std::os::fd::AsFd;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
@@ -63,6 +64,7 @@ use super::identity::{IdentityKey, InvocationIdentity, digest_file};
 use super::ids::{JobId, JobIdError, instance_dir_name};
 use super::process::ProcessIdentity;
 use super::progress::{PROGRESS_FILE, Progress, ProgressFile};
+use super::spool::{SpoolError, SpoolLimits, copy_bounded};
 
 /// Default `idle_timeout_ms`: a job whose `done` has not changed this long is stalled.
 pub const DEFAULT_IDLE_TIMEOUT_MS: u64 = 300_000;
@@ -517,9 +519,15 @@ impl JobStore {
         std::fs::DirBuilder::new().recursive(true).mode(0o700).create(path)
     }
 
-    /// Copies `reader` (the caller's stdin) into a spool file and digests it, before the job
-    /// exists (the digest is part of the identity).
-    pub fn spool_stdin(&self, instance: &str, mut reader: impl io::Read) -> io::Result<Spool> {
+    /// Copies `input` (the caller's stdin) into a spool file within `limits` and digests it,
+    /// before the job exists (the digest is part of the identity). On any error the spool is
+    /// removed: nothing is left behind ([`super::spool`]).
+    pub fn spool_stdin(
+        &self,
+        instance: &str,
+        input: &mut (impl io::Read + AsFd),
+        limits: SpoolLimits<'_>,
+    ) -> Result<Spool, SpoolError> {
         let dir = self.instance_dir(instance);
         Self::ensure_dir(&dir)?;
         let mut suffix = [0u8; 8];
@@ -527,13 +535,16 @@ impl JobStore {
         let name: String = suffix.iter().map(|b| format!("{b:02x}")).collect();
         let path = dir.join(format!(".spool-{name}"));
         let mut file = std::fs::OpenOptions::new().write(true).create_new(true).open(&path)?;
-        let copied = io::copy(&mut reader, &mut file).and_then(|_| file.sync_all());
-        if let Err(e) = copied {
-            let _ = std::fs::remove_file(&path);
-            return Err(e);
+        let spooled = copy_bounded(input, &mut file, limits)
+            .and_then(|_| file.sync_all().map_err(SpoolError::Io))
+            .and_then(|()| digest_file(&path).map_err(SpoolError::Io));
+        match spooled {
+            Ok(digest) => Ok(Spool { path, digest }),
+            Err(e) => {
+                let _ = std::fs::remove_file(&path);
+                Err(e)
+            }
         }
-        let digest = digest_file(&path)?;
-        Ok(Spool { path, digest })
     }
 
     fn read_row(tx: &Connection, instance: &str, id: &JobId) -> Result<Option<Row>, JobError> {

@@ -26,3 +26,4 @@ mod reliability_heavy;
 mod repeats;
 mod signals;
 mod state;
+mod stdin_spool;

@@ -1,7 +1,12 @@
 //! The front process of an interruptible command: the call the caller waits on.
 //!
-//! 1. The state DB and job store are opened; an argument `-` (read stdin) spools stdin into
-//!    the state dir first, and its digest joins the identity.
+//! 1. The state DB and job store are opened; for a command that reads stdin
+//!    ([`CommandSpec::reads_stdin`]), an argument `-` spools stdin into the state dir first,
+//!    and its digest joins the identity. The spool is part of the call: it is capped
+//!    ([`super::limits::MAX_STDIN_ENV`], default 64 MiB) and ends at the call's deadline (its
+//!    budget, else its wall-clock limit, both counted from the call's start) or on SIGTERM;
+//!    each of these ends the call with nothing started and no spool left (see
+//!    [`spool_failure`] for the answers).
 //! 2. The identity (command, normalized argv, cwd, version, stdin digest, idempotency key —
 //!    for a writer the effective key, given or derived — and instance) is claimed:
 //!    - the identical invocation's job runs: this call behaves as `job wait` with its budget;
@@ -11,27 +16,29 @@
 //!      waits on the worker process and exits at once, which releases the caller's pipes;
 //!    - `resume: true` only: the work runs here ([`super::inline`]).
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::Call;
 use super::answer::{Answering, tool_prefix, wait_and_answer};
 use super::inline::{InlineRun, run_inline};
-use super::limits::{idle_timeout_ms, lifetime_ms};
+use super::limits::{Deadlines, idle_timeout_ms, lifetime_ms, max_stdin_bytes};
 use super::store::{Jobs, io_failure, job_failure};
 use super::sweep::sweep_stale_checkpoint_temps;
 use crate::framework::app::App;
-use crate::framework::context::{ArgValue, Args, Failure, Invocation};
+use crate::framework::context::{Args, Failure, Invocation, Phase};
 use crate::framework::envelope::Response;
+use crate::framework::exit::Exit;
 use crate::framework::registry::CommandSpec;
 use crate::runtime::checkpoint::SavedCheckpoint;
 use crate::runtime::fsutil::read_json;
 use crate::runtime::identity::{InvocationIdentity, normalize_args};
 use crate::runtime::ids::JobId;
 use crate::runtime::jobs::{
-    self, Claim, JobError, JobOutcome, JobStatus, JobStore, JobView, NewJob,
+    self, Claim, JobError, JobOutcome, JobStatus, JobStore, JobView, NewJob, Spool,
 };
 use crate::runtime::process::ProcessIdentity;
 use crate::runtime::progress::ProgressReporter;
+use crate::runtime::spool::{SpoolError, SpoolLimits};
 use crate::runtime::wake;
 use crate::runtime::worker;
 
@@ -43,12 +50,10 @@ pub(super) fn front(app: &App, spec: &CommandSpec, call: Call<'_>) -> Result<Res
     let idle_ms = idle_timeout_ms(spec)?;
     let mut jobs = Jobs::open(app, &state)?;
     let instance = state.instance.clone();
-    let spool = if reads_stdin(&args) {
-        Some(
-            jobs.store
-                .spool_stdin(&instance, std::io::stdin().lock())
-                .map_err(|e| io_failure("failed to spool stdin", &e))?,
-        )
+    let spool = if reads_stdin(spec, &args) {
+        let timeout = invocation.timeout.map(|t| invocation.started + t);
+        let deadlines = Deadlines { budget: budget_deadline, timeout };
+        Some(spool_stdin(app, &jobs, &instance, deadlines, budget.and_then(|b| b.meta_budget_ms))?)
     } else {
         None
     };
@@ -114,9 +119,82 @@ pub(super) fn front(app: &App, spec: &CommandSpec, call: Call<'_>) -> Result<Res
     )
 }
 
-/// Whether the command reads stdin: an argument `-`.
-fn reads_stdin(args: &Args) -> bool {
-    args.values.values().any(|v| matches!(v, ArgValue::Text(t) if t == "-"))
+/// Whether this call reads stdin: the command declares an argument that does, and its value
+/// is `-`.
+fn reads_stdin(spec: &CommandSpec, args: &Args) -> bool {
+    spec.stdin_arg.as_deref().is_some_and(|name| args.text(name) == Some("-"))
+}
+
+/// Copies stdin into a spool, within the cap and before the first of `deadlines`.
+fn spool_stdin(
+    app: &App,
+    jobs: &Jobs,
+    instance: &str,
+    deadlines: Deadlines,
+    budget_ms: Option<u64>,
+) -> Result<Spool, Failure> {
+    let sigterm = app.sigterm_flag();
+    let limits = SpoolLimits {
+        max_bytes: max_stdin_bytes()?,
+        deadline: deadlines.first(),
+        interrupt: Some(&sigterm),
+    };
+    let spooled = jobs.store.spool_stdin(instance, &mut std::io::stdin().lock(), limits);
+    spooled.map_err(|e| spool_failure(e, deadlines, budget_ms))
+}
+
+/// The answer when stdin could not be spooled. Nothing was started and no spool is left; the
+/// part of stdin that was read is gone, so repeating the same call cannot help, and every
+/// answer says so (`retryable: false`). What helps is the input as a file, passed by its path:
+///
+/// - past the cap: ARG_ERROR 2 `STDIN_TOO_LARGE` (REQ-F-054's code and pattern);
+/// - at the end of the budget: ARG_ERROR 2 `STDIN_TOO_SLOW`: a piped input the call cannot
+///   read within its budget is the wrong form of input for it (a file is read by the job at
+///   its own pace, and the budget then hands off as usual);
+/// - at the end of the wall-clock limit: TIMEOUT 10, as the limit always answers;
+/// - on SIGTERM: 143 `CANCELLED`.
+fn spool_failure(error: SpoolError, deadlines: Deadlines, budget_ms: Option<u64>) -> Failure {
+    const USE_A_FILE: &str = "write the whole input to a file and pass its path instead of - (this call consumed \
+         part of stdin)";
+    match error {
+        SpoolError::TooLarge { limit } => Failure::arg(
+            "STDIN_TOO_LARGE",
+            format!(
+                "stdin holds more than {limit} bytes, the most a call reads; nothing was started"
+            ),
+        )
+        .context(json!({"limit_bytes": limit}))
+        .suggestion(USE_A_FILE),
+        SpoolError::TooSlow { received } if deadlines.budget_first() => Failure::arg(
+            "STDIN_TOO_SLOW",
+            format!(
+                "stdin did not end within the call budget of {} ms ({received} bytes read); \
+                 nothing was started",
+                budget_ms.unwrap_or(0)
+            ),
+        )
+        .context(json!({"budget_ms": budget_ms, "received_bytes": received}))
+        .suggestion(USE_A_FILE),
+        SpoolError::TooSlow { received } => Failure::new(
+            Exit::TIMEOUT,
+            "TIMEOUT",
+            format!(
+                "the wall-clock limit ran out while stdin was read ({received} bytes); nothing \
+                 was started"
+            ),
+        )
+        .phase(Phase::Validation)
+        .retryable(false)
+        .context(json!({"received_bytes": received}))
+        .suggestion(USE_A_FILE),
+        SpoolError::Interrupted { .. } => Failure::new(
+            Exit::SIGTERM,
+            "CANCELLED",
+            "cancelled by SIGTERM while stdin was read; nothing was started",
+        )
+        .retryable(false),
+        SpoolError::Io(e) => io_failure("failed to spool stdin", &e),
+    }
 }
 
 /// The identity of an interruptible command's invocation; a writer's carries its effective
