@@ -19,14 +19,41 @@
 //! --workspace`) carry the switches, inactive unless the variable is set, while `cargo build
 //! --release -p reftool` has none ([`COMPILED_IN`] says which build this is).
 //!
+//! # Where they act
+//!
+//! The reference path stays readable: a function a mutant alters carries one hook line, a
+//! call into this module that hands over what the reference computed and gets back what the
+//! mutant makes of it (or, for a step a mutant skips, asks whether to skip it). Every
+//! deviation is written here, grouped by concern; faults of what goes in and comes out act at
+//! the process boundary ([`at_the_boundary`]), around the whole invocation.
+//!
 //! ```sh
 //! cargo build -p reftool --features mutants
 //! REFTOOL_MUTANT=env-beats-flag target/debug/reftool analyze data.csv --budget 1s
 //! ```
 
+use std::collections::BTreeMap;
 use std::ffi::OsString;
+use std::process::Stdio;
 
+use rusqlite::Connection;
 use serde_json::{Value, json};
+
+use crate::duration::parse_duration;
+use crate::framework::cli::Parsed;
+use crate::framework::modes::OutputValue;
+use crate::framework::options::{self, Token};
+use crate::framework::registry::{CommandSpec, FlagOwner};
+use crate::framework::{App, Exit, Failure, Finished, Response};
+use crate::runtime::budget::{
+    self, BudgetError, BudgetInputs, BudgetSource, ResolvedBudget, resolve_budget,
+};
+use crate::runtime::context::JobContext;
+use crate::runtime::ids::JobId;
+use crate::runtime::jobs::{
+    self, CancelOutcome, JobError, JobOutcome, JobStatus, JobStore, JobView,
+};
+use crate::runtime::progress::Progress;
 
 /// The environment variable that names the active mutant.
 pub const MUTANT_ENV: &str = "REFTOOL_MUTANT";
@@ -241,6 +268,315 @@ pub const fn active(_mutant: Mutant) -> bool {
     false
 }
 
+// ---------------------------------------------------------------------------------------------
+// The process boundary: argv in, bytes and exit status out
+
+/// Runs `run` (the whole invocation) between the faults of the process boundary: the read
+/// probes' stdin faults before it (they may end the process at once, writing nothing), and
+/// the faults in what is written after it (the exit status, stray bytes on stdout and stderr).
+pub fn at_the_boundary(
+    argv: Vec<OsString>,
+    run: impl FnOnce(Vec<OsString>) -> Finished,
+) -> Finished {
+    if !COMPILED_IN {
+        return run(argv);
+    }
+    if let Some(exit) = before_run(&argv) {
+        return Finished { stdout: Vec::new(), stderr: String::new(), exit };
+    }
+    let kept = argv.clone();
+    let mut finished = run(argv);
+    tamper_output(&kept, &mut finished);
+    finished
+}
+
+/// Whether this invocation is `version`, the read probe the stdin mutants spoil (not
+/// `manifest`: conform reads it in nearly every scenario, with stdin closed).
+fn is_read_probe(argv: &[OsString]) -> bool {
+    argv.get(1).is_some_and(|a| a == "version")
+}
+
+/// Faults before anything runs: the read probes' stdin mutants. `Some(exit)` ends the
+/// process at once with that status.
+fn before_run(argv: &[OsString]) -> Option<u8> {
+    use std::io::{IsTerminal, Read};
+    use std::os::unix::fs::FileTypeExt;
+    const GENERAL_ERROR: u8 = 1;
+    if !is_read_probe(argv) || std::io::stdin().is_terminal() {
+        return None;
+    }
+    if active(Mutant::ReadProbesWaitForStdin) {
+        let mut input = Vec::new();
+        let _ = std::io::stdin().lock().read_to_end(&mut input);
+    }
+    // `/dev/null` (what a closed stdin usually is) is a character device, a pipe is not.
+    let stdin_is_null =
+        std::fs::metadata("/dev/stdin").is_ok_and(|m| m.file_type().is_char_device());
+    (active(Mutant::ReadProbesNeedInput) && stdin_is_null).then_some(GENERAL_ERROR)
+}
+
+/// Faults in what is written: the exit status and stray escape sequences.
+fn tamper_output(argv: &[OsString], finished: &mut Finished) {
+    let Finished { stdout, stderr, exit } = finished;
+    const INCOMPLETE: u8 = 14;
+    if active(Mutant::ExitZeroOnIncomplete) && *exit == INCOMPLETE {
+        *exit = 0;
+    }
+    const ARG_ERROR: u8 = 2;
+    const SHELL_NOT_FOUND: u8 = 127;
+    if active(Mutant::ArgErrorExits127) && *exit == ARG_ERROR {
+        *exit = SHELL_NOT_FOUND;
+    }
+    if active(Mutant::VersionPrintsProgressFirst) && argv.get(1).is_some_and(|a| a == "version") {
+        let mut first = b"{\"progress\":{\"done\":1}}\n".to_vec();
+        first.append(stdout);
+        *stdout = first;
+    }
+    if active(Mutant::AnsiOnStdout) && argv.get(1).is_some_and(|a| a == "version") {
+        stdout.extend_from_slice(b"\x1b[0m");
+    }
+    if active(Mutant::NoColorIgnored) {
+        stderr.push_str("\x1b[2mreftool\x1b[0m\n");
+    }
+}
+
+/// For [`Mutant::SigtermKillsTheCall`]: whether SIGTERM keeps its default action (no handler).
+pub fn sigterm_kills_the_call() -> bool {
+    active(Mutant::SigtermKillsTheCall)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parsing: options, the output mode, help and argument errors
+
+/// The repeat check of the options (reference: `reference`, the first conflicting repeat).
+/// [`Mutant::ConflictingRepeatLastWins`] accepts every repeat; [`Mutant::SameValueRepeatRefused`]
+/// refuses the first repeat of either kind.
+pub fn repeat_check(tokens: &[Token], reference: Result<(), Failure>) -> Result<(), Failure> {
+    if active(Mutant::ConflictingRepeatLastWins) {
+        return Ok(());
+    }
+    if active(Mutant::SameValueRepeatRefused) {
+        let mut seen: BTreeMap<&str, &str> = BTreeMap::new();
+        for token in tokens {
+            let Token::Option { name, value: Some(value), .. } = token else { continue };
+            match seen.get(name.as_str()) {
+                None => {
+                    seen.insert(name, value);
+                }
+                // The first repeat conflicts: the reference refuses it already.
+                Some(first) if first != value => return reference,
+                Some(_) => {
+                    return Err(Failure::arg(
+                        "CONFLICTING_OPTION",
+                        format!("--{name} cannot be used multiple times"),
+                    ));
+                }
+            }
+        }
+    }
+    reference
+}
+
+/// The `--output` values that decide the output mode (reference: every one in argv).
+/// [`Mutant::SubcommandDefaultOverridesGlobal`] drops those before the command path;
+/// [`Mutant::ConflictingRepeatLastWins`] keeps only the last.
+pub fn output_values(mut values: Vec<OutputValue>) -> Vec<OutputValue> {
+    if active(Mutant::SubcommandDefaultOverridesGlobal) {
+        values.retain(|v| !v.before_path);
+    }
+    if active(Mutant::ConflictingRepeatLastWins) {
+        values = values.split_off(values.len().saturating_sub(1));
+    }
+    values
+}
+
+/// A parse result (reference: `parsed`). [`Mutant::GlobalOptionAfterPathRefused`] refuses
+/// `--output` after the first command word; [`Mutant::OptionsStopAtPositional`] drops the
+/// optional command-local options given after the first positional.
+pub fn parsed_options(
+    spec: &CommandSpec,
+    tokens: &[Token],
+    path_words: usize,
+    mut parsed: Parsed,
+) -> Result<Parsed, Failure> {
+    if active(Mutant::GlobalOptionAfterPathRefused)
+        && let Some(first) = options::first_word(tokens)
+        && let Some(name) = tokens.iter().find_map(|t| match t {
+            Token::Option { name, index, .. } if *index > first && name == "output" => Some(name),
+            _ => None,
+        })
+    {
+        return Err(Failure::arg("UNKNOWN_FLAG", format!("unexpected argument '--{name}' found")));
+    }
+    if active(Mutant::OptionsStopAtPositional)
+        && let Some(positional) = options::first_positional(tokens, path_words)
+    {
+        for token in tokens {
+            if let Token::Option { name, index, .. } = token
+                && *index > positional
+                && spec
+                    .flags
+                    .iter()
+                    .any(|f| &f.name == name && f.owner == FlagOwner::Command && !f.required)
+            {
+                parsed.args.values.remove(name);
+            }
+        }
+    }
+    Ok(parsed)
+}
+
+/// The answer to an invocation the parser refused. [`Mutant::UnknownFlagExits1`] exits 1.
+pub fn refused_invocation(mut response: Response) -> Response {
+    if active(Mutant::UnknownFlagExits1) {
+        response.exit = Exit::GENERAL_ERROR;
+    }
+    response
+}
+
+/// Whether help goes to stdout (reference: only to a terminal). [`Mutant::HelpOnStdout`]:
+/// always.
+pub fn help_on_stdout(stdout_is_terminal: bool) -> bool {
+    stdout_is_terminal || active(Mutant::HelpOnStdout)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The call budget
+
+/// The budget faults, applied to the reference resolution `resolved` of `inputs`.
+///
+/// The three faults that spoil an input resolve again from the spoiled input, through
+/// [`resolve_budget`]; a spoiled input no longer meets its fault's condition, so that second
+/// resolution is the reference's.
+pub fn budget_override(
+    inputs: &BudgetInputs<'_>,
+    resolved: Result<ResolvedBudget, BudgetError>,
+) -> Result<ResolvedBudget, BudgetError> {
+    if active(Mutant::EnvBeatsFlag)
+        && inputs.flag.is_some()
+        && let Some(Ok(d)) = inputs.env.map(parse_duration)
+    {
+        return Ok(ResolvedBudget::of_ms(budget::millis(d), BudgetSource::Env));
+    }
+    let zero_flag = inputs.flag.is_some_and(|f| parse_duration(f).is_ok_and(|d| d.is_zero()));
+    if active(Mutant::ZeroBudgetDefersToEnv) && zero_flag {
+        return resolve_budget(&BudgetInputs { flag: None, ..*inputs });
+    }
+    if active(Mutant::BudgetOnTerminal) && inputs.flag.is_none() && inputs.stdin_is_terminal {
+        return resolve_budget(&BudgetInputs { stdin_is_terminal: false, ..*inputs });
+    }
+    if active(Mutant::EnvBudgetIgnored) && inputs.env.is_some() {
+        return resolve_budget(&BudgetInputs { env: None, ..*inputs });
+    }
+    let mut resolved = resolved?;
+    if active(Mutant::BudgetMetaOnTerminal) && resolved.source == BudgetSource::Interactive {
+        resolved.meta_budget_ms = Some(0);
+    }
+    // The default when the variable is unset (a malformed one still falls back to 30000 ms).
+    if active(Mutant::DefaultBudget20s)
+        && resolved.source == BudgetSource::Default
+        && resolved.warnings.is_empty()
+    {
+        resolved = ResolvedBudget::of_ms(20_000, BudgetSource::Default);
+    }
+    Ok(resolved)
+}
+
+/// The `meta.budget_ms` stamped on `response` (reference: `budget_ms`).
+/// [`Mutant::NoBudgetMetaOnSuccess`] stamps none on a success.
+pub fn stamped_budget_ms(response: &Response, budget_ms: Option<u64>) -> Option<u64> {
+    budget_ms.filter(|_| !(active(Mutant::NoBudgetMetaOnSuccess) && response.exit == Exit::SUCCESS))
+}
+
+/// For [`Mutant::PlainCommandsReadBudgetEnv`]: records `AGENT_CALL_BUDGET_MS` in
+/// `meta.budget_ms` of a command without interruption (which has no budget).
+pub fn plain_budget_meta(response: &mut Response) {
+    if !active(Mutant::PlainCommandsReadBudgetEnv) {
+        return;
+    }
+    let ms = std::env::var(budget::BUDGET_ENV)
+        .ok()
+        .and_then(|raw| parse_duration(&raw).ok())
+        .and_then(|d| u64::try_from(d.as_millis()).ok());
+    if let Some(ms) = ms {
+        response.meta.insert("budget_ms".into(), json!(ms));
+    }
+}
+
+/// For [`Mutant::BudgetFlagOnPlainCommand`]: whether the command at `path`, which declares no
+/// interruption, takes `--budget` all the same.
+pub fn plain_command_takes_budget(path: &str) -> bool {
+    active(Mutant::BudgetFlagOnPlainCommand) && path == "migrate"
+}
+
+// ---------------------------------------------------------------------------------------------
+// Answers: INCOMPLETE, timeouts, signals, streams
+
+/// The argv of a `running` hand-off's `continue_command` (reference: `<tool> job wait <id>`).
+/// [`Mutant::RunningContinueWithExtraFlag`] adds `--output json`.
+pub fn running_continue(mut argv: Vec<OsString>) -> Vec<OsString> {
+    if active(Mutant::RunningContinueWithExtraFlag) {
+        argv.extend(["--output".into(), "json".into()]);
+    }
+    argv
+}
+
+/// The argv of a paused job's `continue_command` (reference: `argv`, the original invocation
+/// plus a writer's key). [`Mutant::PausedContinueAddsFlag`] adds `--output json` to a reader's;
+/// [`Mutant::WriterContinueWithoutKey`] leaves a writer's key out.
+pub fn paused_continue(
+    original: &[OsString],
+    writer_key: Option<&str>,
+    mut argv: Vec<OsString>,
+) -> Vec<OsString> {
+    if active(Mutant::PausedContinueAddsFlag) && writer_key.is_none() {
+        argv.extend(["--output".into(), "json".into()]);
+    }
+    if active(Mutant::WriterContinueWithoutKey) {
+        return original.to_vec();
+    }
+    argv
+}
+
+/// `retryable` of an INCOMPLETE answer (reference: the "14" entry's). For
+/// [`Mutant::WriterIncompleteRetryable`] a writer's says true.
+pub fn incomplete_retryable(writes: bool, retryable: bool) -> bool {
+    retryable || (writes && active(Mutant::WriterIncompleteRetryable))
+}
+
+/// The exit of a plain command at its `--timeout` (reference: TIMEOUT 10).
+/// [`Mutant::PlainTimeoutIsGeneralError`]: 1.
+pub fn plain_timeout_exit(exit: Exit) -> Exit {
+    if active(Mutant::PlainTimeoutIsGeneralError) { Exit::GENERAL_ERROR } else { exit }
+}
+
+/// The cancellation after SIGINT (reference: `failure`, exit 130 with `data.partial: true`).
+/// [`Mutant::SigintExits1`] exits 1; [`Mutant::SigintNotPartial`] says `partial: false`.
+pub fn sigint_failure(mut failure: Failure) -> Failure {
+    if active(Mutant::SigintExits1) {
+        failure.exit = Exit::GENERAL_ERROR;
+    }
+    if active(Mutant::SigintNotPartial) {
+        failure.data = Some(json!({"partial": false}));
+    }
+    failure
+}
+
+/// A stream item's `_seq` (reference: one more than the last). [`Mutant::StreamSeqSkips`]
+/// skips 3.
+pub fn stream_seq(seq: u64) -> u64 {
+    if active(Mutant::StreamSeqSkips) && seq == 3 { seq + 1 } else { seq }
+}
+
+/// A successful stream's summary line (reference: `line`). [`Mutant::StreamWithoutSummary`]
+/// writes none.
+pub fn stream_summary(line: Vec<u8>) -> Vec<u8> {
+    if active(Mutant::StreamWithoutSummary) { Vec::new() } else { line }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The manifest and the writers' safety
+
 /// Applies the active manifest mutant to the manifest `data`.
 pub fn mutate_manifest(manifest: &mut Value) {
     fn command<'a>(manifest: &'a mut Value, path: &str) -> Option<&'a mut Value> {
@@ -285,142 +621,31 @@ pub fn mutate_manifest(manifest: &mut Value) {
     }
 }
 
-/// Whether this invocation is `version`, the read probe the stdin mutants spoil (not
-/// `manifest`: conform reads it in nearly every scenario, with stdin closed).
-fn is_read_probe(argv: &[OsString]) -> bool {
-    argv.get(1).is_some_and(|a| a == "version")
+/// The idempotency store's answer for a key (reference: `lookup`).
+/// [`Mutant::IdempotencyKeyIgnored`] never finds one.
+pub fn idempotency_lookup<T, E>(lookup: Result<Option<T>, E>) -> Result<Option<T>, E> {
+    if active(Mutant::IdempotencyKeyIgnored) { lookup.map(|_| None) } else { lookup }
 }
 
-/// Faults before anything runs: the read probes' stdin mutants. `Some(exit)` ends the
-/// process at once with that status.
-pub fn before_run(argv: &[OsString]) -> Option<u8> {
-    use std::io::{IsTerminal, Read};
-    use std::os::unix::fs::FileTypeExt;
-    const GENERAL_ERROR: u8 = 1;
-    if !is_read_probe(argv) || std::io::stdin().is_terminal() {
-        return None;
+/// Whether `drop-table` answers the preview (reference: `dry_run`). [`Mutant::DryRunActs`]
+/// drops the table first; [`Mutant::DryRunIgnored`] goes on as a real call.
+pub fn previews(dry_run: bool, path: &std::path::Path, table: &str) -> bool {
+    if dry_run && active(Mutant::DryRunActs) {
+        if let Ok(conn) = rusqlite::Connection::open(path) {
+            let _ = conn.execute(&format!("DROP TABLE IF EXISTS \"{table}\""), []);
+        }
     }
-    if active(Mutant::ReadProbesWaitForStdin) {
-        let mut input = Vec::new();
-        let _ = std::io::stdin().lock().read_to_end(&mut input);
-    }
-    // `/dev/null` (what a closed stdin usually is) is a character device, a pipe is not.
-    let stdin_is_null =
-        std::fs::metadata("/dev/stdin").is_ok_and(|m| m.file_type().is_char_device());
-    (active(Mutant::ReadProbesNeedInput) && stdin_is_null).then_some(GENERAL_ERROR)
+    dry_run && !active(Mutant::DryRunIgnored)
 }
 
-/// Faults in what is written: the exit status and stray escape sequences.
-pub fn tamper_output(argv: &[OsString], stdout: &mut Vec<u8>, stderr: &mut String, exit: &mut u8) {
-    const INCOMPLETE: u8 = 14;
-    if active(Mutant::ExitZeroOnIncomplete) && *exit == INCOMPLETE {
-        *exit = 0;
-    }
-    const ARG_ERROR: u8 = 2;
-    const SHELL_NOT_FOUND: u8 = 127;
-    if active(Mutant::ArgErrorExits127) && *exit == ARG_ERROR {
-        *exit = SHELL_NOT_FOUND;
-    }
-    if active(Mutant::VersionPrintsProgressFirst) && argv.get(1).is_some_and(|a| a == "version") {
-        let mut first = b"{\"progress\":{\"done\":1}}\n".to_vec();
-        first.append(stdout);
-        *stdout = first;
-    }
-    if active(Mutant::AnsiOnStdout) && argv.get(1).is_some_and(|a| a == "version") {
-        stdout.extend_from_slice(b"\x1b[0m");
-    }
-    if active(Mutant::NoColorIgnored) {
-        stderr.push_str("\x1b[2mreftool\x1b[0m\n");
-    }
+/// Whether `drop-table` was confirmed by a flag (reference: `flagged`).
+/// [`Mutant::UnconfirmedDrops`]: always.
+pub fn confirmed_by_flag(flagged: bool) -> bool {
+    flagged || active(Mutant::UnconfirmedDrops)
 }
 
-/// For [`Mutant::ForeignInstanceCancel`]: the instance that owns job `job_id`, whichever it
-/// is; `None` when the mutant is off or the job is unknown.
-pub fn foreign_instance(conn: &rusqlite::Connection, job_id: &str) -> Option<String> {
-    if !active(Mutant::ForeignInstanceCancel) {
-        return None;
-    }
-    conn.query_row("SELECT instance FROM reftool_jobs WHERE job_id = ?1", [job_id], |r| r.get(0))
-        .ok()
-}
-
-/// For [`Mutant::DeadWorkerLooksAlive`]: whether this process (a `job` built-in) takes a dead
-/// worker for a live one. Other invocations still see it dead, so a resume after a killed
-/// front process is not blocked too.
-pub fn dead_worker_looks_alive() -> bool {
-    active(Mutant::DeadWorkerLooksAlive) && std::env::args_os().nth(1).is_some_and(|a| a == "job")
-}
-
-/// For [`Mutant::RejectedCancelStillFires`]: the active job of the same invocation identity,
-/// which the rejected cancel then cancels; `None` when the mutant is off.
-pub fn rejected_cancel_target(
-    conn: &rusqlite::Connection,
-    instance: &str,
-    identity: &str,
-) -> Option<crate::runtime::ids::JobId> {
-    if !active(Mutant::RejectedCancelStillFires) {
-        return None;
-    }
-    let id: String = conn
-        .query_row(
-            "SELECT job_id FROM reftool_jobs WHERE instance = ?1 AND identity = ?2
-             AND status IN ('running', 'paused')",
-            [instance, identity],
-            |r| r.get(0),
-        )
-        .ok()?;
-    crate::runtime::ids::JobId::parse(&id).ok()
-}
-
-/// For [`Mutant::DryRunActs`]: drops `table` (a validated name) from the database at `path`.
-pub fn drop_table(path: &std::path::Path, table: &str) {
-    if let Ok(conn) = rusqlite::Connection::open(path) {
-        let _ = conn.execute(&format!("DROP TABLE IF EXISTS \"{table}\""), []);
-    }
-}
-
-/// For [`Mutant::StaleCancelMarker`]: the marker file of an invocation identity.
-fn stale_marker(state_dir: &std::path::Path, identity: &str) -> std::path::PathBuf {
-    let name: String =
-        identity.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
-    state_dir.join(format!("mutant-stale-cancel-{name}"))
-}
-
-/// For [`Mutant::StaleCancelMarker`]: a cancel of an ended job leaves a marker.
-pub fn leave_stale_cancel(state_dir: &std::path::Path, identity: &str) {
-    if active(Mutant::StaleCancelMarker) {
-        let _ = std::fs::write(stale_marker(state_dir, identity), b"cancel");
-    }
-}
-
-/// For [`Mutant::StaleCancelMarker`]: whether a new job of this identity finds (and takes) a
-/// marker, which then cancels it.
-pub fn take_stale_cancel(state_dir: &std::path::Path, identity: &str) -> bool {
-    active(Mutant::StaleCancelMarker)
-        && std::fs::remove_file(stale_marker(state_dir, identity)).is_ok()
-}
-
-/// For [`Mutant::ClockJobIds`]: an id in the job-id format that counts up with the clock.
-pub fn clock_job_id(prefix: &str, hex_len: usize) -> Option<String> {
-    if !active(Mutant::ClockJobIds) {
-        return None;
-    }
-    let millis = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis());
-    Some(format!("{prefix}{millis:0hex_len$x}"))
-}
-
-/// For [`Mutant::PlainCommandsReadBudgetEnv`]: the `meta.budget_ms` a command without
-/// interruption wrongly records from `AGENT_CALL_BUDGET_MS`.
-pub fn plain_budget_meta() -> Option<u64> {
-    if !active(Mutant::PlainCommandsReadBudgetEnv) {
-        return None;
-    }
-    let raw = std::env::var(crate::runtime::budget::BUDGET_ENV).ok()?;
-    let d = crate::duration::parse_duration(&raw).ok()?;
-    u64::try_from(d.as_millis()).ok()
-}
+// ---------------------------------------------------------------------------------------------
+// The job runtime: identity, ids, the front process, the worker
 
 /// For [`Mutant::NoAttach`]: the tool version that joins a job's identity, made unique per
 /// process for a detaching command so that no two of its invocations are ever identical.
@@ -435,6 +660,240 @@ pub fn identity_version(version: &str, detaches: bool) -> String {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
     format!("{version}+{}.{nanos}", std::process::id())
+}
+
+/// For [`Mutant::ClockJobIds`]: an id in the job-id format that counts up with the clock.
+pub fn clock_job_id(prefix: &str, hex_len: usize) -> Option<String> {
+    if !active(Mutant::ClockJobIds) {
+        return None;
+    }
+    let millis = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    Some(format!("{prefix}{millis:0hex_len$x}"))
+}
+
+/// For [`Mutant::StaleCancelMarker`]: the marker file of an invocation identity.
+fn stale_marker(state_dir: &std::path::Path, identity: &str) -> std::path::PathBuf {
+    let name: String =
+        identity.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
+    state_dir.join(format!("mutant-stale-cancel-{name}"))
+}
+
+/// For [`Mutant::StaleCancelMarker`]: a job just born finds (and takes) the marker a cancel
+/// of an ended job of its identity left, which then cancels it.
+pub fn stale_cancel_on_birth(store: &JobStore, conn: &Connection, instance: &str, view: &JobView) {
+    if active(Mutant::StaleCancelMarker)
+        && std::fs::remove_file(stale_marker(store.state_dir(), view.record.identity.as_str()))
+            .is_ok()
+    {
+        let _ = store.request_cancel(conn, instance, &view.record.job_id);
+    }
+}
+
+/// The quoted `continue_command` / `cancel_command` (reference: `quoted`).
+/// [`Mutant::UnquotedCommands`] joins the words with spaces, unquoted.
+pub fn quoted_command<S: AsRef<std::ffi::OsStr>>(argv: &[S], quoted: String) -> String {
+    if !active(Mutant::UnquotedCommands) {
+        return quoted;
+    }
+    let words: Vec<String> =
+        argv.iter().map(|a| a.as_ref().to_string_lossy().into_owned()).collect();
+    words.join(" ")
+}
+
+/// The worker's stdout and stderr (reference: its log). [`Mutant::WorkerHoldsCallerPipes`]:
+/// the caller's, inherited.
+pub fn worker_stdio(stdout: Stdio, stderr: Stdio) -> (Stdio, Stdio) {
+    if active(Mutant::WorkerHoldsCallerPipes) {
+        (Stdio::inherit(), Stdio::inherit())
+    } else {
+        (stdout, stderr)
+    }
+}
+
+/// For [`Mutant::WorkerInCallerGroup`]: whether the worker stays in the caller's session.
+pub fn worker_in_caller_group() -> bool {
+    active(Mutant::WorkerInCallerGroup)
+}
+
+/// For [`Mutant::DeadWorkerLooksAlive`]: whether this process (a `job` built-in) takes a dead
+/// worker for a live one. Other invocations still see it dead, so a resume after a killed
+/// front process is not blocked too.
+pub fn dead_worker_looks_alive() -> bool {
+    active(Mutant::DeadWorkerLooksAlive) && std::env::args_os().nth(1).is_some_and(|a| a == "job")
+}
+
+/// How the watchdog ends an active job (reference: `verdict`). For
+/// [`Mutant::StallReportedAsTimeout`] a stalled job's `error.code` says TIMEOUT.
+pub fn watchdog_verdict(mut verdict: Option<JobOutcome>) -> Option<JobOutcome> {
+    if active(Mutant::StallReportedAsTimeout)
+        && let Some(outcome) = &mut verdict
+        && outcome.status == JobStatus::Stalled
+        && let Some(failure) = &mut outcome.failure
+    {
+        failure.code = jobs::TIMEOUT.to_owned();
+    }
+    verdict
+}
+
+/// For [`Mutant::CancelKeepsCheckpoint`]: whether a cancelled job keeps its checkpoint.
+pub fn cancel_keeps_checkpoint() -> bool {
+    active(Mutant::CancelKeepsCheckpoint)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Progress and checkpoints
+
+/// For [`Mutant::ProgressNotPublished`]: whether progress reports are dropped.
+pub fn progress_not_published() -> bool {
+    active(Mutant::ProgressNotPublished)
+}
+
+/// The floor of a job's progress reporter (reference: the job's published progress). For
+/// [`Mutant::ProgressRestartsOnResume`] it is zero.
+pub fn progress_floor(published: Progress) -> Progress {
+    if active(Mutant::ProgressRestartsOnResume) { Progress::default() } else { published }
+}
+
+/// The `done` a resumed run reports (reference: `done`, its own count). For
+/// [`Mutant::ProgressRestartsOnResume`] it counts from where the job stood, so it goes
+/// backwards.
+pub fn reported_done(done: u64, published: u64) -> u64 {
+    if active(Mutant::ProgressRestartsOnResume) { done.saturating_sub(published) } else { done }
+}
+
+/// For [`Mutant::ProgressRestartsOnResume`]: whether a resume leaves the reporter's floor as
+/// it is (no raise to the checkpoint, no offset below it).
+pub fn resume_keeps_floor() -> bool {
+    active(Mutant::ProgressRestartsOnResume)
+}
+
+/// For [`Mutant::ChangedInputKeepsCheckpoint`]: whether a checkpoint of another input is
+/// restored all the same.
+pub fn changed_input_keeps_checkpoint() -> bool {
+    active(Mutant::ChangedInputKeepsCheckpoint)
+}
+
+/// The checkpointed state a reader resumes from (reference: `restored`). For
+/// [`Mutant::KilledReaderStartsOver`] a new job (the one after a killed run: nothing
+/// published yet) starts over.
+pub fn reader_resumes_from<T>(job: &JobContext<'_>, restored: Option<T>) -> Option<T> {
+    let starts_over = active(Mutant::KilledReaderStartsOver) && job.job().progress.done == 0;
+    restored.filter(|_| !starts_over)
+}
+
+/// For [`Mutant::CompletedCheckpointKept`]: whether completed work keeps its last checkpoint.
+pub fn completed_checkpoint_kept() -> bool {
+    active(Mutant::CompletedCheckpointKept)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The `job` built-ins and async commands
+
+/// An async command's job descriptor (reference: `descriptor`).
+/// [`Mutant::AsyncDescriptorWithoutTerminal`] drops `terminal`.
+pub fn async_descriptor(mut descriptor: Value) -> Value {
+    if active(Mutant::AsyncDescriptorWithoutTerminal)
+        && let Some(map) = descriptor.as_object_mut()
+    {
+        map.remove("terminal");
+    }
+    descriptor
+}
+
+/// `job wait`'s answer (reference: `response`). [`Mutant::RelayedResultLosesData`] relays a
+/// success with `data` null; [`Mutant::JobWaitStaleProgress`] reports `progress.done` 0.
+pub fn job_wait_answer(mut response: Response) -> Response {
+    if active(Mutant::RelayedResultLosesData) && response.exit == Exit::SUCCESS {
+        response.data = Value::Null;
+    }
+    if active(Mutant::JobWaitStaleProgress)
+        && response.exit == Exit::INCOMPLETE
+        && let Some(done) = response.data.pointer_mut("/progress/done")
+    {
+        *done = json!(0);
+    }
+    response
+}
+
+/// For [`Mutant::JobStatusWaits`]: whether `job status` waits like `job wait`.
+pub fn job_status_waits() -> bool {
+    active(Mutant::JobStatusWaits)
+}
+
+/// `job status`'s answer for `view` (reference: `response`). [`Mutant::AsyncStatusExits3`]
+/// exits 3 for a running async job.
+pub fn job_status_answer(app: &App, view: &JobView, mut response: Response) -> Response {
+    if active(Mutant::AsyncStatusExits3)
+        && response.exit == Exit::INCOMPLETE
+        && app.registry().get(&view.record.command_path).is_some_and(|s| s.is_async)
+    {
+        response.exit = Exit::PARTIAL_FAILURE;
+    }
+    response
+}
+
+/// The instance `job cancel` looks for job `id` in (reference: `instance`, the caller's).
+/// [`Mutant::ForeignInstanceCancel`]: whichever instance owns it.
+pub fn cancel_instance(conn: &Connection, id: &JobId, instance: &str) -> String {
+    let foreign: Option<String> = active(Mutant::ForeignInstanceCancel)
+        .then(|| {
+            conn.query_row(
+                "SELECT instance FROM reftool_jobs WHERE job_id = ?1",
+                [id.as_str()],
+                |r| r.get(0),
+            )
+            .ok()
+        })
+        .flatten();
+    foreign.unwrap_or_else(|| instance.to_owned())
+}
+
+/// For [`Mutant::CancelIgnored`]: whether the job store drops a cancel request (and reports
+/// the job cancelled).
+pub fn cancel_ignored() -> bool {
+    active(Mutant::CancelIgnored)
+}
+
+/// After `job cancel` asked job `id` to stop and was refused because it had ended
+/// (`requested`): [`Mutant::StaleCancelMarker`] leaves a marker for the next job of its
+/// identity ([`stale_cancel_on_birth`]); [`Mutant::RejectedCancelStillFires`] cancels the
+/// running job of the same identity.
+pub fn after_cancel_request(
+    store: &JobStore,
+    conn: &Connection,
+    instance: &str,
+    id: &JobId,
+    requested: &Result<CancelOutcome, JobError>,
+) {
+    let faulty = active(Mutant::StaleCancelMarker) || active(Mutant::RejectedCancelStillFires);
+    if !faulty || !matches!(requested, Err(JobError::JobEnded { .. })) {
+        return;
+    }
+    let Ok(view) = store.get(conn, instance, id) else { return };
+    let identity = view.record.identity.as_str();
+    if active(Mutant::StaleCancelMarker) {
+        let _ = std::fs::write(stale_marker(store.state_dir(), identity), b"cancel");
+    }
+    if active(Mutant::RejectedCancelStillFires)
+        && let Some(other) = running_job_of(conn, instance, identity)
+    {
+        let _ = store.request_cancel(conn, instance, &other);
+    }
+}
+
+/// The active job of an invocation identity, if any.
+fn running_job_of(conn: &Connection, instance: &str, identity: &str) -> Option<JobId> {
+    let id: String = conn
+        .query_row(
+            "SELECT job_id FROM reftool_jobs WHERE instance = ?1 AND identity = ?2
+             AND status IN ('running', 'paused')",
+            [instance, identity],
+            |r| r.get(0),
+        )
+        .ok()?;
+    JobId::parse(&id).ok()
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@
 
 use std::fs::File;
 use std::io::Read;
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -21,7 +22,7 @@ use sha2::{Digest, Sha256};
 
 use super::work::{Cadence, existing, hex, pace, progress, read_failure, required, safe_point};
 use crate::framework::{CommandSpec, Ctx, Exit, Failure, Interruption, SideEffects, ValueType};
-use crate::runtime::checkpoint::file_fingerprint;
+use crate::runtime::checkpoint::{FileCheckpoints, file_fingerprint};
 use crate::runtime::context::JobContext;
 
 /// Bytes hashed per unit of work.
@@ -78,37 +79,10 @@ fn work(ctx: &mut Ctx, job: &mut JobContext<'_>) -> Result<Value, Failure> {
         ctx.warn(w.code, w.message.clone());
     }
     let mut input = File::open(&path).map_err(|e| read_failure(&path, &e))?;
-    let mut hasher = Sha256::new();
-    let mut offset = 0u64;
     let mut cadence = Cadence::new(ctx);
     let mut buf = vec![0u8; CHUNK_BYTES];
-    // Mutant: a new job (the one after a killed run) never trusts the checkpoint it finds.
-    let starts_over = crate::mutants::active(crate::mutants::Mutant::KilledReaderStartsOver)
-        && job.job().progress.done == 0;
-    if let Some(saved) = restored.state.filter(|_| !starts_over) {
-        let mut prefix = (&mut input).take(saved.offset);
-        let mut hashed = 0u64;
-        loop {
-            let n = prefix.read(&mut buf).map_err(|e| read_failure(&path, &e))?;
-            if n == 0 {
-                break;
-            }
-            hasher.update(&buf[..n]);
-            hashed += n as u64;
-        }
-        if hashed == saved.offset && hex(&hasher.clone().finalize()) == saved.prefix_sha256 {
-            offset = saved.offset;
-            job.resume_from(offset).map_err(|e| Failure::internal(e.to_string()))?;
-        } else {
-            ctx.warn(
-                "CHECKPOINT_DISCARDED",
-                "The file's content changed since the checkpoint; started over",
-            );
-            let _ = checkpoints.remove();
-            hasher = Sha256::new();
-            input = File::open(&path).map_err(|e| read_failure(&path, &e))?;
-        }
-    }
+    let resumed = Resume { path: &path, checkpoints: &checkpoints, saved: restored.state };
+    let (mut hasher, mut offset) = resumed.run(ctx, job, &mut input, &mut buf)?;
     loop {
         pace(ctx, job)?;
         let n = input.read(&mut buf).map_err(|e| read_failure(&path, &e))?;
@@ -123,8 +97,55 @@ fn work(ctx: &mut Ctx, job: &mut JobContext<'_>) -> Result<Value, Failure> {
             safe_point(job.checkpoint(&checkpoints, &state, offset))?;
         }
     }
-    if !crate::mutants::active(crate::mutants::Mutant::CompletedCheckpointKept) {
+    if !crate::mutants::completed_checkpoint_kept() {
         let _ = checkpoints.remove();
     }
     Ok(json!({"file": file, "bytes": offset, "sha256": hex(&hasher.finalize())}))
+}
+
+/// Where a run starts: after the checkpointed prefix, when the file still has it.
+struct Resume<'a> {
+    path: &'a Path,
+    checkpoints: &'a FileCheckpoints,
+    saved: Option<DigestState>,
+}
+
+impl Resume<'_> {
+    /// Re-hashes the checkpointed prefix of `input`: a match goes on after it, a mismatch (the
+    /// file changed in place) discards the checkpoint and starts over. Returns the hasher and
+    /// the offset to go on from.
+    fn run(
+        self,
+        ctx: &mut Ctx,
+        job: &mut JobContext<'_>,
+        input: &mut File,
+        buf: &mut [u8],
+    ) -> Result<(Sha256, u64), Failure> {
+        let path = self.path;
+        let mut hasher = Sha256::new();
+        let Some(saved) = crate::mutants::reader_resumes_from(job, self.saved) else {
+            return Ok((hasher, 0));
+        };
+        let mut prefix = (&mut *input).take(saved.offset);
+        let mut hashed = 0u64;
+        loop {
+            let n = prefix.read(buf).map_err(|e| read_failure(path, &e))?;
+            if n == 0 {
+                break;
+            }
+            hasher.update(&buf[..n]);
+            hashed += n as u64;
+        }
+        if hashed == saved.offset && hex(&hasher.clone().finalize()) == saved.prefix_sha256 {
+            job.resume_from(saved.offset).map_err(|e| Failure::internal(e.to_string()))?;
+            return Ok((hasher, saved.offset));
+        }
+        ctx.warn(
+            "CHECKPOINT_DISCARDED",
+            "The file's content changed since the checkpoint; started over",
+        );
+        let _ = self.checkpoints.remove();
+        *input = File::open(path).map_err(|e| read_failure(path, &e))?;
+        Ok((Sha256::new(), 0))
+    }
 }

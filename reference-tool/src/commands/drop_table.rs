@@ -120,6 +120,12 @@ fn table_not_found(conn: &Connection, table: &str, shown: &str) -> Failure {
         .context(json!({"db": shown, "table": table, "tables": tables}))
 }
 
+/// Whether the drop is confirmed: by a flag, or by a person at a terminal.
+fn confirmed(ctx: &Ctx, table: &str, rows: u64, shown: &str) -> bool {
+    let flagged = ctx.args.switch(CONFIRM_FLAG) || ctx.args.switch(YES_FLAG);
+    crate::mutants::confirmed_by_flag(flagged) || confirmed_at_terminal(ctx, table, rows, shown)
+}
+
 /// Asks a person at a terminal; `false` for anything but yes, and always `false` when
 /// stdin or stderr is not a terminal.
 fn confirmed_at_terminal(ctx: &Ctx, table: &str, rows: u64, shown: &str) -> bool {
@@ -167,10 +173,7 @@ fn run(ctx: &mut Ctx) -> Result<Value, Failure> {
         }
     };
     let would_delete = json!({"db": shown, "table": table, "rows": rows});
-    if dry_run && crate::mutants::active(crate::mutants::Mutant::DryRunActs) {
-        crate::mutants::drop_table(&path, &table);
-    }
-    if dry_run && !crate::mutants::active(crate::mutants::Mutant::DryRunIgnored) {
+    if crate::mutants::previews(dry_run, &path, &table) {
         return Ok(json!({
             "effect": "noop",
             "dry_run": true,
@@ -179,11 +182,7 @@ fn run(ctx: &mut Ctx) -> Result<Value, Failure> {
             "would_delete": would_delete,
         }));
     }
-    let confirmed = ctx.args.switch(CONFIRM_FLAG)
-        || ctx.args.switch(YES_FLAG)
-        || crate::mutants::active(crate::mutants::Mutant::UnconfirmedDrops)
-        || confirmed_at_terminal(ctx, &table, rows, &shown);
-    if !confirmed {
+    if !confirmed(ctx, &table, rows, &shown) {
         return Err(Failure::arg(
             "CONFIRMATION_REQUIRED",
             format!("dropping `{table}` ({rows} rows) needs confirmation; nothing was changed"),

@@ -54,7 +54,9 @@ pub fn app() -> Result<App, RegistrationError> {
     app.add_state_migrations(&runtime_migrations());
     app.register(migrate::spec())?;
     app.register(drop_table::spec())?;
-    for spec in [analyze::spec(), digest::spec(), import::spec(), deploy::spec()] {
+    // analyze's FILE may be `-`: stdin, spooled within bounds before its job exists.
+    let analyze = analyze::spec().reads_stdin("file");
+    for spec in [analyze, digest::spec(), import::spec(), deploy::spec()] {
         app.register(with_idle_knob(spec))?;
     }
     app.register(build::spec())?;

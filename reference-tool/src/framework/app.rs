@@ -140,6 +140,9 @@ impl App {
     /// Installs the SIGTERM handler: it only raises a flag that the supervisor polls, so a
     /// second SIGTERM changes nothing and never causes a second write (REQ-F-013).
     pub fn install_signal_handlers(&self) -> std::io::Result<()> {
+        if crate::mutants::sigterm_kills_the_call() {
+            return Ok(());
+        }
         signal_hook::flag::register(signal_hook::consts::SIGTERM, Arc::clone(&self.sigterm))?;
         Ok(())
     }
@@ -161,16 +164,7 @@ impl App {
         let command = cli::build(&self.registry, &self.name, &self.version, &self.about);
         let parsed = match cli::parse(command, &self.registry, &argv) {
             Ok(parsed) => parsed,
-            Err(Early::Help(text)) => {
-                // Help is for a person; off stdout unless stdout is a terminal.
-                return if modes.stdout_is_terminal
-                    || crate::mutants::active(crate::mutants::Mutant::HelpOnStdout)
-                {
-                    Finished { stdout: text.into_bytes(), stderr: String::new(), exit: 0 }
-                } else {
-                    Finished { stdout: Vec::new(), stderr: text, exit: 0 }
-                };
-            }
+            Err(Early::Help(text)) => return help(text, modes),
             Err(Early::Version) => {
                 if modes.output == OutputMode::Text {
                     let line = format!("{} {}\n", self.name, self.version);
@@ -182,10 +176,7 @@ impl App {
                 return finish(response, modes.output, String::new());
             }
             Err(Early::Invalid { failure, usage }) => {
-                let mut response = Response::failure(*failure);
-                if crate::mutants::active(crate::mutants::Mutant::UnknownFlagExits1) {
-                    response.exit = Exit::GENERAL_ERROR;
-                }
+                let mut response = crate::mutants::refused_invocation(Response::failure(*failure));
                 response.duration_ms = elapsed_ms(started);
                 response.timeout_ms = Some(DEFAULT_TIMEOUT_MS);
                 return finish(response, modes.output, usage);
@@ -316,10 +307,9 @@ impl App {
         let budget = (spec.interruption.is_some() || spec.takes_budget)
             .then(|| super::interrupt::resolve_call_budget(&prepared.invocation));
         let mut response = self.dispatch_inner(spec, prepared, budget.as_ref());
-        if let Some(budget) = &budget {
-            super::interrupt::stamp_budget(&mut response, budget);
-        } else if let Some(ms) = crate::mutants::plain_budget_meta() {
-            response.meta.insert("budget_ms".into(), json!(ms));
+        match &budget {
+            Some(budget) => super::interrupt::stamp_budget(&mut response, budget),
+            None => crate::mutants::plain_budget_meta(&mut response),
         }
         response
     }
@@ -343,8 +333,7 @@ impl App {
                 Err(e) => return Response::failure(e.to_failure()),
             };
             let lookup = opened.idempotency_lookup(&state.instance, &spec.path, key);
-            let ignore_key = crate::mutants::active(crate::mutants::Mutant::IdempotencyKeyIgnored);
-            match lookup.map(|hit| hit.filter(|_| !ignore_key)) {
+            match crate::mutants::idempotency_lookup(lookup) {
                 Err(e) => return Response::failure(e.to_failure()),
                 Ok(Some((stored_digest, data))) if stored_digest == digest => {
                     let mut data = data;
@@ -675,11 +664,7 @@ fn stop_failure(spec: &CommandSpec, reason: StopReason, timeout: Option<Duration
             let ms = timeout.map_or(0, |d| d.as_millis());
             let retryable = spec.entry(Exit::TIMEOUT).map(|e| e.retryable).unwrap_or(false);
             Failure::new(
-                if crate::mutants::active(crate::mutants::Mutant::PlainTimeoutIsGeneralError) {
-                    Exit::GENERAL_ERROR
-                } else {
-                    Exit::TIMEOUT
-                },
+                crate::mutants::plain_timeout_exit(Exit::TIMEOUT),
                 "TIMEOUT",
                 format!("the wall-clock limit of {ms} ms ran out; the work stopped"),
             )
@@ -696,18 +681,22 @@ fn stop_failure(spec: &CommandSpec, reason: StopReason, timeout: Option<Duration
     }
 }
 
+/// Help is for a person: off stdout unless stdout is a terminal.
+fn help(text: String, modes: Modes) -> Finished {
+    if crate::mutants::help_on_stdout(modes.stdout_is_terminal) {
+        Finished { stdout: text.into_bytes(), stderr: String::new(), exit: 0 }
+    } else {
+        Finished { stdout: Vec::new(), stderr: text, exit: 0 }
+    }
+}
+
 /// The cancellation envelope after SIGINT (REQ-F-069): CANCELLED, exit 130, `data.partial`.
 fn sigint_failure() -> Failure {
-    let exit = if crate::mutants::active(crate::mutants::Mutant::SigintExits1) {
-        Exit::GENERAL_ERROR
-    } else {
-        Exit::SIGINT
-    };
-    let partial = !crate::mutants::active(crate::mutants::Mutant::SigintNotPartial);
-    Failure::new(exit, "CANCELLED", "cancelled by SIGINT; the work stopped")
+    let failure = Failure::new(Exit::SIGINT, "CANCELLED", "cancelled by SIGINT; the work stopped")
         .retryable(false)
         .context(json!({"signal": "SIGINT"}))
-        .with_data(json!({"partial": partial}))
+        .with_data(json!({"partial": true}));
+    crate::mutants::sigint_failure(failure)
 }
 
 /// sha256 of the canonical JSON of the command path and its arguments.

@@ -244,20 +244,6 @@ pub fn parse(command: Command, registry: &Registry, argv: &[OsString]) -> Result
         |failure: Failure| Early::Invalid { failure: Box::new(failure), usage: String::new() };
     let tokens = options::tokens(argv, &options::value_options(spec));
     options::check_repeats(&tokens).map_err(invalid)?;
-    if crate::mutants::active(crate::mutants::Mutant::GlobalOptionAfterPathRefused)
-        && let Some(first) = options::first_word(&tokens)
-        && let Some(name) = tokens.iter().find_map(|t| match t {
-            options::Token::Option { name, index, .. } if *index > first && name == "output" => {
-                Some(name)
-            }
-            _ => None,
-        })
-    {
-        return Err(invalid(Failure::arg(
-            "UNKNOWN_FLAG",
-            format!("unexpected argument '--{name}' found"),
-        )));
-    }
     let text = |name: &str| leaf.get_one::<String>(name).cloned();
     let mut args = Args::default();
     for flag in spec.flags.iter().filter(|f| f.owner == FlagOwner::Command) {
@@ -281,25 +267,10 @@ pub fn parse(command: Command, registry: &Registry, argv: &[OsString]) -> Result
             args.values.insert(positional.name.clone(), ArgValue::Text(value));
         }
     }
-    if crate::mutants::active(crate::mutants::Mutant::OptionsStopAtPositional)
-        && let Some(positional) = options::first_positional(&tokens, words.len())
-    {
-        for token in &tokens {
-            if let options::Token::Option { name, index, .. } = token
-                && *index > positional
-                && spec
-                    .flags
-                    .iter()
-                    .any(|f| &f.name == name && f.owner == FlagOwner::Command && !f.required)
-            {
-                args.values.remove(name);
-            }
-        }
-    }
     let owned = |name: &str| {
         if spec.flags.iter().any(|f| f.name == name) { text(name) } else { None }
     };
-    Ok(Parsed {
+    let parsed = Parsed {
         path,
         args,
         timeout: text("timeout"),
@@ -307,5 +278,6 @@ pub fn parse(command: Command, registry: &Registry, argv: &[OsString]) -> Result
         budget: owned("budget"),
         idempotency_key: owned("idempotency-key"),
         stream: spec.flags.iter().any(|f| f.name == "stream") && leaf.get_flag("stream"),
-    })
+    };
+    crate::mutants::parsed_options(spec, &tokens, words.len(), parsed).map_err(invalid)
 }

@@ -27,16 +27,31 @@ pub struct Modes {
     pub stdout_is_terminal: bool,
 }
 
+/// One `--output` value found in argv.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutputValue {
+    /// The mode it names.
+    pub mode: OutputMode,
+    /// Whether it came before the command path (the first word that is no option).
+    pub before_path: bool,
+}
+
 /// Reads `--output json|text` (or `--output=...`) from argv without parsing the rest, so that
 /// even a parse error is written in the mode the caller asked for. An unknown value is left to
 /// the parser, which refuses it.
 pub fn output_override(argv: &[OsString]) -> Option<OutputMode> {
-    let mut forced = None;
-    let mut conflicting = false;
+    let values = crate::mutants::output_values(output_values(argv));
+    let last = values.last()?.mode;
+    // Two different values are refused by the parser (`super::options`); that refusal is
+    // written as if no value had been given.
+    values.iter().all(|v| v.mode == last).then_some(last)
+}
+
+/// Every valid `--output` value in argv, in order, up to `--`.
+fn output_values(argv: &[OsString]) -> Vec<OutputValue> {
+    let mut values = Vec::new();
+    let mut before_path = true;
     let mut iter = argv.iter().skip(1);
-    // Test-only fault: a value given before the command path does not count.
-    let mut before_path =
-        crate::mutants::active(crate::mutants::Mutant::SubcommandDefaultOverridesGlobal);
     while let Some(arg) = iter.next() {
         let Some(arg) = arg.to_str() else { continue };
         if arg == "--" {
@@ -50,25 +65,14 @@ pub fn output_override(argv: &[OsString]) -> Option<OutputMode> {
         if !arg.starts_with('-') {
             before_path = false;
         }
-        if before_path {
-            continue;
-        }
         let mode = match value {
             Some("json") => OutputMode::Json,
             Some("text") => OutputMode::Text,
             _ => continue,
         };
-        // Two different values are refused by the parser (`super::options`); that refusal is
-        // written as if no value had been given.
-        if forced.is_some_and(|f| f != mode) {
-            conflicting = true;
-        }
-        forced = Some(mode);
+        values.push(OutputValue { mode, before_path });
     }
-    if conflicting && !crate::mutants::active(crate::mutants::Mutant::ConflictingRepeatLastWins) {
-        return None;
-    }
-    forced
+    values
 }
 
 impl Modes {

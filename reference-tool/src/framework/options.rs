@@ -82,8 +82,11 @@ pub fn tokens(argv: &[OsString], value_options: &[String]) -> Vec<Token> {
 
 /// Refuses a value option given more than once with different values.
 pub fn check_repeats(tokens: &[Token]) -> Result<(), Failure> {
-    let last_wins = crate::mutants::active(crate::mutants::Mutant::ConflictingRepeatLastWins);
-    let no_repeats = crate::mutants::active(crate::mutants::Mutant::SameValueRepeatRefused);
+    crate::mutants::repeat_check(tokens, first_conflict(tokens).map_or(Ok(()), Err))
+}
+
+/// The refusal of the first value option given twice with different values, if any.
+fn first_conflict(tokens: &[Token]) -> Option<Failure> {
     let mut seen: BTreeMap<&str, &str> = BTreeMap::new();
     for token in tokens {
         let Token::Option { name, value: Some(value), .. } = token else { continue };
@@ -91,8 +94,8 @@ pub fn check_repeats(tokens: &[Token]) -> Result<(), Failure> {
             None => {
                 seen.insert(name, value);
             }
-            Some(first) if first != value && !last_wins => {
-                return Err(Failure::arg(
+            Some(first) if first != value => {
+                return Some(Failure::arg(
                     "CONFLICTING_OPTION",
                     format!(
                         "--{name} is given twice with different values ({first:?} and {value:?})"
@@ -103,16 +106,10 @@ pub fn check_repeats(tokens: &[Token]) -> Result<(), Failure> {
                 )
                 .suggestion(format!("give --{name} once")));
             }
-            Some(_) if no_repeats => {
-                return Err(Failure::arg(
-                    "CONFLICTING_OPTION",
-                    format!("--{name} cannot be used multiple times"),
-                ));
-            }
             Some(_) => {}
         }
     }
-    Ok(())
+    None
 }
 
 /// The argv index of the first word after the command path's `path_words` words: the first

@@ -229,6 +229,8 @@ pub struct CommandSpec {
     pub takes_budget: bool,
     /// The input fingerprint of a resume command's file checkpoint ([`FingerprintFn`]).
     pub checkpoint_fingerprint: Option<FingerprintFn>,
+    /// The positional whose value `-` reads stdin ([`CommandSpec::reads_stdin`]).
+    pub stdin_arg: Option<String>,
     /// The work.
     pub run: RunFn,
 }
@@ -265,6 +267,7 @@ impl CommandSpec {
             job_run: None,
             takes_budget: false,
             checkpoint_fingerprint: None,
+            stdin_arg: None,
             run: Arc::new(run),
         }
     }
@@ -400,6 +403,15 @@ impl CommandSpec {
         + 'static,
     ) -> Self {
         self.checkpoint_fingerprint = Some(Arc::new(fingerprint));
+        self
+    }
+
+    /// Declares that the value `-` of the positional `name` reads stdin (REQ-F-054's stdin
+    /// input). Only an interruptible command may: its front process spools stdin, bounded,
+    /// before the job exists ([`crate::runtime::spool`]); an argument `-` of any other
+    /// positional is an ordinary value and stdin is never read.
+    pub fn reads_stdin(mut self, name: &str) -> Self {
+        self.stdin_arg = Some(name.to_owned());
         self
     }
 
@@ -547,6 +559,17 @@ pub enum RegistrationError {
     /// An interruptible or `async` command without its job work ([`CommandSpec::job_work`]).
     #[error("failed to register {0:?}: an interruptible or async command needs job_work")]
     MissingJobWork(String),
+    /// [`CommandSpec::reads_stdin`] names no positional, or the command is not interruptible.
+    #[error(
+        "failed to register {path:?}: stdin is read through a positional {name:?} of an \
+         interruptible command, and there is none"
+    )]
+    InvalidStdinArgument {
+        /// Command path.
+        path: String,
+        /// The name given.
+        name: String,
+    },
 }
 
 /// Paths only the framework may register.
@@ -739,8 +762,15 @@ pub fn validate(mut spec: CommandSpec) -> Result<CommandSpec, RegistrationError>
     if (spec.interruption.is_some() || spec.is_async) && spec.job_run.is_none() {
         return Err(RegistrationError::MissingJobWork(err_path()));
     }
-    let plain_budget = crate::mutants::active(crate::mutants::Mutant::BudgetFlagOnPlainCommand)
-        && spec.path == "migrate";
+    if let Some(name) = &spec.stdin_arg
+        && (spec.interruption.is_none() || !spec.positionals.iter().any(|p| &p.name == name))
+    {
+        return Err(RegistrationError::InvalidStdinArgument {
+            path: err_path(),
+            name: name.clone(),
+        });
+    }
+    let plain_budget = crate::mutants::plain_command_takes_budget(&spec.path);
     if spec.interruption.is_some() || spec.takes_budget || plain_budget {
         spec.flags.push(
             FlagSpec::string(

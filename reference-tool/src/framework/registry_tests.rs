@@ -88,6 +88,20 @@ fn refuses_interruption_with_async() {
 }
 
 #[test]
+fn refuses_stdin_through_an_unknown_positional_or_a_plain_command() {
+    let with_file = |spec: CommandSpec| spec.positional("file", ValueType::String, true, "Input");
+    let stdin_error =
+        |path: &str| E::InvalidStdinArgument { path: path.into(), name: "file".into() };
+    assert_eq!(
+        refuse(reader_with_interruption(true, true).reads_stdin("file")),
+        stdin_error("analyze")
+    );
+    assert_eq!(refuse(with_file(base("plain")).reads_stdin("file")), stdin_error("plain"));
+    let declared = with_file(reader_with_interruption(true, true)).reads_stdin("file");
+    assert!(Registry::new().register(declared).is_ok());
+}
+
+#[test]
 fn refuses_interruption_with_streaming_default() {
     assert_eq!(
         refuse(reader_with_interruption(true, false).streaming(true, false)),

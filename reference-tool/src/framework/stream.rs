@@ -59,10 +59,7 @@ impl StreamSink {
         let Value::Object(mut map) = item else {
             return Err(Failure::internal("a stream item must be a JSON object"));
         };
-        let mut seq = state.last_seq + 1;
-        if crate::mutants::active(crate::mutants::Mutant::StreamSeqSkips) && seq == 3 {
-            seq += 1;
-        }
+        let seq = crate::mutants::stream_seq(state.last_seq + 1);
         map.insert("_seq".into(), json!(seq));
         let mut line = serde_json::to_vec(&Value::Object(map))
             .map_err(|e| Failure::internal(format!("a stream item does not serialize: {e}")))?;

@@ -90,67 +90,64 @@ impl<'a> BudgetInputs<'a> {
     }
 }
 
-fn resolved(ms: u64, source: BudgetSource, warnings: Vec<RuntimeWarning>) -> ResolvedBudget {
-    ResolvedBudget {
-        budget: (ms > 0).then(|| Duration::from_millis(ms)),
-        meta_budget_ms: Some(ms),
-        source,
-        warnings,
+impl ResolvedBudget {
+    /// A budget of `ms` milliseconds from `source` (`0`: switched off, still recorded).
+    pub fn of_ms(ms: u64, source: BudgetSource) -> ResolvedBudget {
+        ResolvedBudget {
+            budget: (ms > 0).then(|| Duration::from_millis(ms)),
+            meta_budget_ms: Some(ms),
+            source,
+            warnings: Vec::new(),
+        }
+    }
+
+    /// An interactive call's: no budget, and no `meta.budget_ms`.
+    fn interactive() -> ResolvedBudget {
+        ResolvedBudget {
+            budget: None,
+            meta_budget_ms: None,
+            source: BudgetSource::Interactive,
+            warnings: Vec::new(),
+        }
     }
 }
 
-fn millis(d: Duration) -> u64 {
+/// The milliseconds of a duration, saturating.
+pub fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
-/// Resolves the budget as described in the module docs.
+/// Resolves the budget: `--budget`, else a terminal's none, else [`BUDGET_ENV`], else
+/// [`DEFAULT_BUDGET_MS`] (see the module docs).
 pub fn resolve_budget(inputs: &BudgetInputs<'_>) -> Result<ResolvedBudget, BudgetError> {
-    if crate::mutants::active(crate::mutants::Mutant::EnvBeatsFlag)
-        && inputs.flag.is_some()
-        && let Some(Ok(d)) = inputs.env.map(parse_duration)
-    {
-        return Ok(resolved(millis(d), BudgetSource::Env, Vec::new()));
-    }
-    let zero_defers = crate::mutants::active(crate::mutants::Mutant::ZeroBudgetDefersToEnv);
-    if let Some(flag) =
-        inputs.flag.filter(|f| !(zero_defers && parse_duration(f).is_ok_and(|d| d.is_zero())))
-    {
-        let d = parse_duration(flag)?;
-        return Ok(resolved(millis(d), BudgetSource::Flag, Vec::new()));
-    }
-    if inputs.stdin_is_terminal && !crate::mutants::active(crate::mutants::Mutant::BudgetOnTerminal)
-    {
-        return Ok(ResolvedBudget {
-            budget: None,
-            meta_budget_ms: crate::mutants::active(crate::mutants::Mutant::BudgetMetaOnTerminal)
-                .then_some(0),
-            source: BudgetSource::Interactive,
-            warnings: Vec::new(),
-        });
-    }
-    if let Some(env) =
-        inputs.env.filter(|_| !crate::mutants::active(crate::mutants::Mutant::EnvBudgetIgnored))
-    {
-        match parse_duration(env) {
-            Ok(d) => return Ok(resolved(millis(d), BudgetSource::Env, Vec::new())),
-            Err(e) => {
-                let warning = RuntimeWarning {
-                    code: BUDGET_ENV_INVALID,
-                    message: format!(
-                        "{BUDGET_ENV} is ignored ({e}); the default budget of {DEFAULT_BUDGET_MS}ms applies"
-                    ),
-                    context: Some(serde_json::json!({ "value": env })),
-                };
-                return Ok(resolved(DEFAULT_BUDGET_MS, BudgetSource::Default, vec![warning]));
-            }
+    let resolved = if let Some(flag) = inputs.flag {
+        parse_duration(flag).map(|d| ResolvedBudget::of_ms(millis(d), BudgetSource::Flag))
+    } else if inputs.stdin_is_terminal {
+        Ok(ResolvedBudget::interactive())
+    } else if let Some(env) = inputs.env {
+        Ok(from_env(env))
+    } else {
+        Ok(ResolvedBudget::of_ms(DEFAULT_BUDGET_MS, BudgetSource::Default))
+    };
+    crate::mutants::budget_override(inputs, resolved.map_err(BudgetError))
+}
+
+/// The budget [`BUDGET_ENV`] sets; a malformed value is ignored with a warning.
+fn from_env(env: &str) -> ResolvedBudget {
+    match parse_duration(env) {
+        Ok(d) => ResolvedBudget::of_ms(millis(d), BudgetSource::Env),
+        Err(e) => {
+            let mut resolved = ResolvedBudget::of_ms(DEFAULT_BUDGET_MS, BudgetSource::Default);
+            resolved.warnings.push(RuntimeWarning {
+                code: BUDGET_ENV_INVALID,
+                message: format!(
+                    "{BUDGET_ENV} is ignored ({e}); the default budget of {DEFAULT_BUDGET_MS}ms applies"
+                ),
+                context: Some(serde_json::json!({ "value": env })),
+            });
+            resolved
         }
     }
-    let default_ms = if crate::mutants::active(crate::mutants::Mutant::DefaultBudget20s) {
-        20_000
-    } else {
-        DEFAULT_BUDGET_MS
-    };
-    Ok(resolved(default_ms, BudgetSource::Default, Vec::new()))
 }
 
 #[cfg(test)]

@@ -60,17 +60,12 @@ fn with_tail(tool: &[OsString], tail: &[&str]) -> Vec<OsString> {
 
 /// `data` for a job handed to the background.
 pub fn running(tool: &[OsString], job_id: &JobId, progress: Progress) -> IncompleteData {
+    let wait = crate::mutants::running_continue(with_tail(tool, &["job", "wait", job_id.as_str()]));
     IncompleteData {
         state: IncompleteState::Running,
         job_id: job_id.to_string(),
         progress,
-        continue_command: if crate::mutants::active(
-            crate::mutants::Mutant::RunningContinueWithExtraFlag,
-        ) {
-            quote_argv(with_tail(tool, &["job", "wait", job_id.as_str(), "--output", "json"]))
-        } else {
-            quote_argv(with_tail(tool, &["job", "wait", job_id.as_str()]))
-        },
+        continue_command: quote_argv(wait),
         cancel_command: quote_argv(with_tail(tool, &["job", "cancel", job_id.as_str()])),
     }
 }
@@ -86,19 +81,13 @@ pub fn paused(
     writer_key: Option<&str>,
 ) -> IncompleteData {
     let mut argv = original_argv.to_vec();
-    if writer_key.is_none()
-        && crate::mutants::active(crate::mutants::Mutant::PausedContinueAddsFlag)
-    {
-        argv.extend(["--output".into(), "json".into()]);
-    }
     if let Some(key) = writer_key
-        .filter(|_| !crate::mutants::active(crate::mutants::Mutant::WriterContinueWithoutKey))
+        && !has_idempotency_flag(original_argv.get(1..).unwrap_or_default())
     {
-        if !has_idempotency_flag(original_argv.get(1..).unwrap_or_default()) {
-            argv.push("--idempotency-key".into());
-            argv.push(key.into());
-        }
+        argv.push("--idempotency-key".into());
+        argv.push(key.into());
     }
+    let argv = crate::mutants::paused_continue(original_argv, writer_key, argv);
     IncompleteData {
         state: IncompleteState::Paused,
         job_id: job_id.to_string(),

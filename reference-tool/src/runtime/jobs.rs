@@ -51,6 +51,7 @@
 
 use std::ffi::OsString;
 use std::io;
+use std::os::fd::AsFd;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
@@ -64,6 +65,7 @@ use super::identity::{IdentityKey, InvocationIdentity, digest_file};
 use super::ids::{JobId, JobIdError, instance_dir_name};
 use super::process::ProcessIdentity;
 use super::progress::{PROGRESS_FILE, Progress, ProgressFile};
+use super::spool::{SpoolError, SpoolLimits, copy_bounded};
 
 /// Default `idle_timeout_ms`: a job whose `done` has not changed this long is stalled.
 pub const DEFAULT_IDLE_TIMEOUT_MS: u64 = 300_000;
@@ -517,9 +519,15 @@ impl JobStore {
         std::fs::DirBuilder::new().recursive(true).mode(0o700).create(path)
     }
 
-    /// Copies `reader` (the caller's stdin) into a spool file and digests it, before the job
-    /// exists (the digest is part of the identity).
-    pub fn spool_stdin(&self, instance: &str, mut reader: impl io::Read) -> io::Result<Spool> {
+    /// Copies `input` (the caller's stdin) into a spool file within `limits` and digests it,
+    /// before the job exists (the digest is part of the identity). On any error the spool is
+    /// removed: nothing is left behind ([`super::spool`]).
+    pub fn spool_stdin(
+        &self,
+        instance: &str,
+        input: &mut (impl io::Read + AsFd),
+        limits: SpoolLimits<'_>,
+    ) -> Result<Spool, SpoolError> {
         let dir = self.instance_dir(instance);
         Self::ensure_dir(&dir)?;
         let mut suffix = [0u8; 8];
@@ -528,13 +536,16 @@ impl JobStore {
         let path = dir.join(format!(".spool-{name}"));
         let mut file =
             std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&path)?;
-        let copied = io::copy(&mut reader, &mut file).and_then(|_| file.sync_all());
-        if let Err(e) = copied {
-            let _ = std::fs::remove_file(&path);
-            return Err(e);
+        let spooled = copy_bounded(input, &mut file, limits)
+            .and_then(|_| file.sync_all().map_err(SpoolError::Io))
+            .and_then(|()| digest_file(&path).map_err(SpoolError::Io));
+        match spooled {
+            Ok(digest) => Ok(Spool { path, digest }),
+            Err(e) => {
+                let _ = std::fs::remove_file(&path);
+                Err(e)
+            }
         }
-        let digest = digest_file(&path)?;
-        Ok(Spool { path, digest })
     }
 
     fn read_row(tx: &Connection, instance: &str, id: &JobId) -> Result<Option<Row>, JobError> {
@@ -614,9 +625,7 @@ impl JobStore {
         // The outcome file is what a waiter answers from: wake them now, not at the commit.
         super::doorbell::ring(&dir);
         self.set_ended(tx, id, outcome)?;
-        if outcome.status == JobStatus::Cancelled
-            && !crate::mutants::active(crate::mutants::Mutant::CancelKeepsCheckpoint)
-        {
+        if outcome.status == JobStatus::Cancelled && !crate::mutants::cancel_keeps_checkpoint() {
             if let Ok(Some(record)) = read_json::<JobRecord>(&dir.join(JOB_FILE)) {
                 let _ = std::fs::remove_file(self.checkpoint_path(instance, &record.identity));
             }
@@ -652,9 +661,33 @@ impl JobStore {
             self.set_ended(tx, id, outcome)?;
             return Ok(view);
         }
+        let Some(outcome) = crate::mutants::watchdog_verdict(Self::verdict(&row, &view, id, now))
+        else {
+            return Ok(view);
+        };
+        let won = self.end_in(tx, instance, id, &outcome)?;
+        if won && matches!(outcome.status, JobStatus::Stalled | JobStatus::TimedOut) {
+            // Only a detached worker (a session leader) is killed, and only after its outcome
+            // is on disk (the worker's own watchdog may be the one killing it); a front process
+            // is the caller's own process and learns of the end at its next safe point.
+            if let Some(owner) =
+                row.owner.filter(|o| o.pid != std::process::id() && is_session_leader(o.pid))
+            {
+                owner.signal_if_alive(Signal::SIGKILL);
+            }
+        }
+        let row =
+            Self::read_row(tx, instance, id)?.ok_or_else(|| JobError::NotFound(id.to_string()))?;
+        self.view(instance, id, &row)
+    }
+
+    /// Whether an active job must end now, and how: its worker exited without a result
+    /// (JOB_LOST, or CANCELLED when a cancel was pending), it is past its deadline (TIMEOUT),
+    /// or its progress stopped for its idle timeout (STALLED).
+    fn verdict(row: &Row, view: &JobView, id: &JobId, now: u64) -> Option<JobOutcome> {
         let owner_alive =
             row.owner.is_some_and(|o| o.is_alive()) || crate::mutants::dead_worker_looks_alive();
-        let verdict = if row.status == JobStatus::Running && !owner_alive {
+        if row.status == JobStatus::Running && !owner_alive {
             Some(if row.cancel_requested {
                 JobOutcome::cancelled(id)
             } else {
@@ -680,11 +713,7 @@ impl JobStore {
             Some(JobOutcome::failed(
                 JobStatus::Stalled,
                 EXIT_TIMEOUT,
-                if crate::mutants::active(crate::mutants::Mutant::StallReportedAsTimeout) {
-                    TIMEOUT
-                } else {
-                    STALLED
-                },
+                STALLED,
                 format!(
                     "job {id} reported no progress for {}ms; it was stopped",
                     view.record.idle_timeout_ms
@@ -693,24 +722,7 @@ impl JobStore {
             ))
         } else {
             None
-        };
-        let Some(outcome) = verdict else {
-            return Ok(view);
-        };
-        let won = self.end_in(tx, instance, id, &outcome)?;
-        if won && matches!(outcome.status, JobStatus::Stalled | JobStatus::TimedOut) {
-            // Only a detached worker (a session leader) is killed, and only after its outcome
-            // is on disk (the worker's own watchdog may be the one killing it); a front process
-            // is the caller's own process and learns of the end at its next safe point.
-            if let Some(owner) =
-                row.owner.filter(|o| o.pid != std::process::id() && is_session_leader(o.pid))
-            {
-                owner.signal_if_alive(Signal::SIGKILL);
-            }
         }
-        let row =
-            Self::read_row(tx, instance, id)?.ok_or_else(|| JobError::NotFound(id.to_string()))?;
-        self.view(instance, id, &row)
     }
 
     /// Creates a job for `new`, or attaches to / resumes the active job of the same identity.
@@ -929,6 +941,9 @@ impl JobStore {
         instance: &str,
         id: &JobId,
     ) -> Result<CancelOutcome, JobError> {
+        if crate::mutants::cancel_ignored() {
+            return Ok(CancelOutcome::Cancelled);
+        }
         let tx = immediate(conn)?;
         let view = self.settle(&tx, instance, id, now_ms())?;
         match view.status {
@@ -946,8 +961,9 @@ impl JobStore {
                 Ok(CancelOutcome::Cancelling)
             }
             status => {
-                // Nothing is written: an ended job keeps its outcome, and no flag is left.
-                drop(tx);
+                // An ended job keeps its outcome and gets no flag. What settling found (a lost
+                // or stalled job) is kept, as any other read would record it.
+                let _ = tx.commit();
                 Err(JobError::JobEnded { id: id.clone(), status })
             }
         }

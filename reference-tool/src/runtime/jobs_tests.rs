@@ -348,11 +348,24 @@ fn a_job_past_its_lifetime_times_out() {
     );
 }
 
+/// A file holding `bytes`, read from its start (stdin redirected from a file).
+fn input(bytes: &[u8]) -> std::fs::File {
+    use std::io::{Seek, Write};
+    let mut file = tempfile::tempfile().unwrap();
+    file.write_all(bytes).unwrap();
+    file.rewind().unwrap();
+    file
+}
+
+fn unbounded() -> crate::runtime::spool::SpoolLimits<'static> {
+    crate::runtime::spool::SpoolLimits { max_bytes: u64::MAX, deadline: None, interrupt: None }
+}
+
 #[test]
 fn stdin_spool_moves_into_the_job_and_is_dropped_on_attach() {
     let f = Fixture::new();
     let conn = f.conn();
-    let spool = f.store.spool_stdin("default", &b"a,b\n1,2\n"[..]).unwrap();
+    let spool = f.store.spool_stdin("default", &mut input(b"a,b\n1,2\n"), unbounded()).unwrap();
     assert_eq!(spool.digest, crate::runtime::identity::digest_reader(&b"a,b\n1,2\n"[..]).unwrap());
     let mut ident = identity(&["-"], "default");
     ident.stdin_digest = Some(spool.digest.clone());
@@ -361,11 +374,21 @@ fn stdin_spool_moves_into_the_job_and_is_dropped_on_attach() {
     let job = created(f.store.create_or_attach(&conn, nj).unwrap());
     assert_eq!(std::fs::read(job.dir.join(STDIN_FILE)).unwrap(), b"a,b\n1,2\n");
     assert!(!spool.path.exists());
-    let spool2 = f.store.spool_stdin("default", &b"a,b\n1,2\n"[..]).unwrap();
+    let spool2 = f.store.spool_stdin("default", &mut input(b"a,b\n1,2\n"), unbounded()).unwrap();
     let mut nj = new_job(ident, me());
     nj.stdin_spool = Some(spool2.path.clone());
     assert!(matches!(f.store.create_or_attach(&conn, nj).unwrap(), Claim::Attached(_)));
     assert!(!spool2.path.exists());
+}
+
+#[test]
+fn a_spool_past_its_cap_is_refused_and_removed() {
+    let f = Fixture::new();
+    let limits = crate::runtime::spool::SpoolLimits { max_bytes: 4, ..unbounded() };
+    let spooled = f.store.spool_stdin("default", &mut input(b"a,b\n1,2\n"), limits);
+    assert!(matches!(spooled, Err(crate::runtime::spool::SpoolError::TooLarge { limit: 4 })));
+    let left: Vec<_> = std::fs::read_dir(f.store.instance_dir("default")).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
 }
 
 #[test]

@@ -43,7 +43,7 @@
 //! 2. Open the state DB (busy timeout, WAL), run [`jobs::migrations`] once, and now and then
 //!    [`jobs::JobStore::cleanup_expired`]`(conn, `[`jobs::RETENTION_MS`]`)`.
 //! 3. A command reading stdin: [`jobs::JobStore::spool_stdin`] first (its digest is part of
-//!    the identity).
+//!    the identity), bounded by a size cap and the call's deadline ([`spool`]).
 //! 4. Identity: [`identity::InvocationIdentity`] with [`identity::normalize_args`] of the
 //!    arguments after argv\[0\], the cwd, the version, the stdin digest, the caller's
 //!    `--idempotency-key`, the instance; for a writer
@@ -118,6 +118,7 @@ pub mod jobs;
 pub mod process;
 pub mod progress;
 pub mod quote;
+pub mod spool;
 pub mod stop;
 pub mod wake;
 pub mod warning;

@@ -96,19 +96,15 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
 {
-    if crate::mutants::active(crate::mutants::Mutant::UnquotedCommands) {
-        let words: Vec<String> =
-            argv.into_iter().map(|a| a.as_ref().to_string_lossy().into_owned()).collect();
-        return words.join(" ");
-    }
+    let argv: Vec<S> = argv.into_iter().collect();
     let mut out = String::new();
-    for (i, arg) in argv.into_iter().enumerate() {
+    for (i, arg) in argv.iter().enumerate() {
         if i > 0 {
             out.push(' ');
         }
         quote_word(arg.as_ref(), i == 0, &mut out);
     }
-    out
+    crate::mutants::quoted_command(&argv, out)
 }
 
 #[cfg(test)]

@@ -88,22 +88,15 @@ pub fn spawn_worker_command(
     let log =
         OpenOptions::new().create(true).append(true).mode(0o600).open(job_dir.join(LOG_FILE))?;
     let log_err = log.try_clone()?;
+    let (stdout, stderr) = crate::mutants::worker_stdio(Stdio::from(log), Stdio::from(log_err));
     Command::new(exe)
         .args(leading_args)
         .arg(WORKER_ARG)
         .arg(job_dir)
         .current_dir(cwd)
         .stdin(stdin)
-        .stdout(if crate::mutants::active(crate::mutants::Mutant::WorkerHoldsCallerPipes) {
-            Stdio::inherit()
-        } else {
-            Stdio::from(log)
-        })
-        .stderr(if crate::mutants::active(crate::mutants::Mutant::WorkerHoldsCallerPipes) {
-            Stdio::inherit()
-        } else {
-            Stdio::from(log_err)
-        })
+        .stdout(stdout)
+        .stderr(stderr)
         .spawn()
 }
 
@@ -117,7 +110,7 @@ pub fn worker_job_dir(args: &[OsString]) -> Option<PathBuf> {
 pub fn become_session_leader() -> io::Result<()> {
     let me = nix::unistd::getpid();
     if nix::unistd::getsid(None).map_err(io::Error::from)? != me
-        && !crate::mutants::active(crate::mutants::Mutant::WorkerInCallerGroup)
+        && !crate::mutants::worker_in_caller_group()
     {
         nix::unistd::setsid().map_err(io::Error::from)?;
     }

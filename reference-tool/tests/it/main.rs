@@ -29,3 +29,4 @@ mod reliability_heavy;
 mod repeats;
 mod signals;
 mod state;
+mod stdin_spool;
