@@ -5,6 +5,7 @@ mod baseline;
 mod cli;
 mod discover;
 mod engine;
+mod foreign;
 mod exec;
 mod hostile;
 mod kit_fixtures;
