@@ -1,5 +1,4 @@
 //! Workspace-level tests: one binary, one module per subject.
-mod mutants;
 mod readme;
 mod reftool_catalogue;
 mod schemas;
