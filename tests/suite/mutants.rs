@@ -1,64 +1,94 @@
 //! The mutant matrix: proof that every scenario of conform's catalogue can fail.
 //!
-//! A check that cannot fail is a defect (DESIGN.md, "Sensitivity"). This test runs the real
-//! `conform` binary (`--format json`) against:
+//! A check that cannot fail is a defect (DESIGN.md, "Sensitivity"). Each row of the matrix is a
+//! test of its own, named after the row, that runs the real `conform` binary (`--format json`)
+//! against one tool:
 //!
-//! - the reference tool, which must pass every scenario (skips allowed, with their reasons);
-//! - each of reftool's mutants (`reference-tool/src/mutants.rs`, one broken rule each,
-//!   selected by `REFTOOL_MUTANT` in a copy of `reference-tool/conform.toml`'s `[tool.env]`);
-//! - pyagent, the independent Python implementation, correct and with each of its faults
-//!   (`PYAGENT_FAULT`, `tests/fixtures/tools/pyagent/README.md`).
+//! - `reftool::correct`: the reference tool, which must pass every scenario (skips allowed);
+//! - `reftool::<mutant>`: each of reftool's mutants (`reference-tool/src/mutants.rs`, one broken
+//!   rule each, selected by `REFTOOL_MUTANT` in a copy of `reference-tool/conform.toml`'s
+//!   `[tool.env]`), e.g. `reftool::env_beats_flag` for `REFTOOL_MUTANT=env-beats-flag`;
+//! - `pyagent::correct` and `pyagent::<fault>`: pyagent, the independent Python implementation,
+//!   correct and with each of its faults (`PYAGENT_FAULT`,
+//!   `tests/fixtures/tools/pyagent/README.md`).
 //!
-//! For each row it asserts that the scenarios this file names as the mutant's target fail, and
-//! that every scenario the correct tools run is the target of at least one reftool mutant. The
-//! whole matrix (tool, mutant, target, every scenario that failed) is printed as a table and
-//! kept as the insta snapshot `snapshots/suite__mutants__matrix.snap`: a scenario that goes
-//! blind, or a mutant that starts failing unrelated scenarios, shows up there in review
-//! (`cargo insta review`, or `INSTA_UPDATE=always` to accept).
+//! A mutant's row asserts that the scenarios this file names as its target fail (a pyagent
+//! target its profile skips is let through, a reftool one is not: reftool runs the whole
+//! catalogue); a correct tool's row, that nothing fails (pyagent: exactly
+//! [`PYAGENT_KNOWN_FAILURES`]). The rows come from `Mutant::ALL` and [`PYAGENT_FAULTS`], so
+//! this target has its own test harness (libtest-mimic, `harness = false`) that lists one test
+//! per row; a new mutant is a new test.
+//!
+//! Each row keeps its line of the matrix (tool, mutant, target, every scenario that failed) as
+//! an insta snapshot, `snapshots/mutants__<tool>__<row>.snap`: a scenario that goes blind, or a
+//! mutant that starts failing unrelated scenarios, shows up there in review (`cargo insta
+//! review`, or `INSTA_UPDATE=always` to accept). One more test, [`COVERAGE_TEST`], runs no
+//! tool: it checks that every scenario `conform list` gives is the target of at least one
+//! reftool mutant and that every target is a scenario, and keeps the scenario → mutants table
+//! (with the notes on the verdicts left out as unstable) as the snapshot
+//! `snapshots/mutants__coverage.snap`.
+//!
+//! # Running rows
+//!
+//! The rows are slow, so nextest's default profile (the edit loop) leaves them out and its
+//! `ci` profile runs them (`.config/nextest.toml`, which also bounds how many run at once and
+//! starts the slowest first). Select rows with nextest's filters, e.g.
+//!
+//! ```sh
+//! cargo nextest run --profile ci --test mutants reftool::correct reftool::env_beats_flag
+//! ```
+//!
+//! (this replaces the old `CONFORM_MUTANTS=a,b` variable). `cargo test --test mutants` runs them
+//! too, with libtest's own thread pool.
 //!
 //! # The mutant build
 //!
 //! The root package dev-depends on reftool with `features = ["mutants"]`, so a workspace test
 //! build (`cargo test --workspace`, `cargo nextest run --workspace`) produces a `reftool`
 //! binary with the switches compiled in (inactive without `REFTOOL_MUTANT`); a release build
-//! (`cargo build --release -p reftool`) has none. The test checks first that the binary it
-//! found does carry them, and says how to build it otherwise.
+//! (`cargo build --release -p reftool`) has none. Each mutant row checks first that the binary
+//! it found does carry them, and says how to build it otherwise.
 //!
 //! # Cost
 //!
-//! About 60 conform runs of 10–20 s each, mostly sleeping in paced work; they run
-//! [`PARALLEL_RUNS`] at a time (`CONFORM_MUTANT_RUNS` overrides). `CONFORM_MUTANTS=a,b` runs
-//! only those rows (and skips the snapshot comparison).
+//! A reftool row runs the whole catalogue, 10–20 s, mostly sleeping in paced work
+//! (`reftool::dead_worker_looks_alive` far longer); a pyagent fault's row runs only its
+//! targets, the correct pyagent's the whole catalogue (about 30 s of Python start-ups).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::Mutex;
+use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use conform_workspace::{workspace_bin, workspace_root};
+use libtest_mimic::{Arguments, Failed, Trial};
 use reftool::mutants::{MUTANT_ENV, Mutant};
 
-/// How many conform runs of reftool go at once.
-const PARALLEL_RUNS: usize = 3;
-/// How many conform runs of pyagent go at once (after reftool's).
-const PYAGENT_PARALLEL_RUNS: usize = 2;
-/// conform's own parallelism within a run: reftool is native and mostly sleeps; pyagent pays a
+/// The name of the test that checks the rows' targets against the catalogue.
+const COVERAGE_TEST: &str = "coverage::every_scenario_is_the_target_of_a_reftool_mutant";
+/// conform's parallelism within a run: reftool is native and mostly sleeps; pyagent pays a
 /// Python start-up per call, and more at once pushes its quick steps past conform's slack.
 const REFTOOL_CONFORM_JOBS: &str = "8";
 const PYAGENT_CONFORM_JOBS: &str = "4";
-/// Rows that take far longer than the others (`job wait` sits out its 30 s default budget per
-/// hop on a worker that looks alive), started first.
-const SLOW_ROWS: &[&str] = &[Mutant::DeadWorkerLooksAlive.name()];
 /// A bound on one conform run; conform bounds every step itself, this only keeps a broken
 /// harness from hanging the test.
 const RUN_LIMIT: Duration = Duration::from_secs(300);
 /// conform's exit codes (harness/src/exit.rs): every `must` passed, or not conformant.
 const CONFORM_PASSED: i32 = 0;
 const CONFORM_NOT_CONFORMANT: i32 = 80;
+
+fn main() -> ExitCode {
+    let arguments = Arguments::from_args();
+    let mut trials = vec![Trial::test(COVERAGE_TEST, check_coverage)];
+    trials.extend(
+        rows().into_iter().map(|row| Trial::test(row.test_name(), move || check_row(&row))),
+    );
+    libtest_mimic::run(&arguments, trials).exit_code()
+}
 
 /// The tool a row runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -274,6 +304,26 @@ fn rows() -> Vec<Row> {
 }
 
 impl Row {
+    /// The row's test name: `<tool>::<fault>` (`correct` for the tool without one), in the
+    /// snake case of a Rust test, e.g. `reftool::env_beats_flag`.
+    fn test_name(&self) -> String {
+        format!("{}::{}", self.tool.name(), self.fault.unwrap_or("correct").replace('-', "_"))
+    }
+
+    /// The row's snapshot: `mutants__<tool>__<fault>.snap`.
+    fn snapshot_name(&self) -> String {
+        self.test_name().replace("::", "__")
+    }
+
+    /// What the row runs, for messages: "reftool mutant env-beats-flag", "the correct pyagent".
+    fn label(&self) -> String {
+        match self.fault {
+            Some(fault) if self.tool == Tool::Reftool => format!("reftool mutant {fault}"),
+            Some(fault) => format!("{} fault {fault}", self.tool.name()),
+            None => format!("the correct {}", self.tool.name()),
+        }
+    }
+
     /// The scenarios a run is limited to (`--only`): none for reftool and for the correct
     /// tools (the whole catalogue), the targets for a pyagent fault. pyagent's run of the
     /// catalogue costs about 30 s of Python start-ups and its timing scenarios suffer under
@@ -304,14 +354,6 @@ impl Outcome {
         self.statuses
             .iter()
             .filter(|(_, s)| matches!(s.as_str(), "fail" | "error"))
-            .map(|(id, _)| id.clone())
-            .collect()
-    }
-
-    fn ran(&self) -> BTreeSet<String> {
-        self.statuses
-            .iter()
-            .filter(|(_, s)| s.as_str() != "skip")
             .map(|(id, _)| id.clone())
             .collect()
     }
@@ -360,6 +402,7 @@ fn absolute_fixtures(table: &mut toml::Table, base: &Path) {
 
 /// Runs conform on one row and parses its JSON report.
 fn run_row(row: &Row) -> Outcome {
+    let label = row.label();
     let dir = tempfile::tempdir().unwrap();
     let profile = write_profile(row, dir.path());
     let report_path = dir.path().join("report.json");
@@ -387,7 +430,7 @@ fn run_row(row: &Row) -> Outcome {
         if started.elapsed() > RUN_LIMIT {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("conform on {row:?} ran longer than {RUN_LIMIT:?}");
+            panic!("conform on {label} ran longer than {RUN_LIMIT:?}");
         }
         std::thread::sleep(Duration::from_millis(50));
     };
@@ -395,11 +438,11 @@ fn run_row(row: &Row) -> Outcome {
     let stderr = std::fs::read_to_string(&stderr_path).unwrap_or_default();
     assert!(
         matches!(status.code(), Some(CONFORM_PASSED | CONFORM_NOT_CONFORMANT)),
-        "conform on {row:?} ended with {status}:\n{stderr}"
+        "conform on {label} ended with {status}:\n{stderr}"
     );
     let text = std::fs::read_to_string(&report_path).unwrap();
     let envelope: serde_json::Value = serde_json::from_str(&text)
-        .unwrap_or_else(|e| panic!("conform's report for {row:?} is not JSON ({e}):\n{text}"));
+        .unwrap_or_else(|e| panic!("conform's report for {label} is not JSON ({e}):\n{text}"));
     let mut outcome = Outcome { elapsed, ..Outcome::default() };
     for scenario in envelope["data"]["scenarios"].as_array().unwrap() {
         let id = scenario["id"].as_str().unwrap().to_owned();
@@ -421,73 +464,198 @@ fn run_row(row: &Row) -> Outcome {
     outcome
 }
 
-/// Runs every row; the result is in row order. reftool's rows first, [`PARALLEL_RUNS`] at a
-/// time; then pyagent's, [`PYAGENT_PARALLEL_RUNS`] at a time and alone: a Python start-up
-/// under the reftool rows' load is slow enough to miss a SIGTERM hand-off, to push a quick
-/// step past conform's slack, or to leave a resumed run no time to report any progress.
-fn run_all(rows: &[Row]) -> Vec<Outcome> {
-    let parallel = std::env::var("CONFORM_MUTANT_RUNS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(PARALLEL_RUNS)
-        .max(1);
-    let queue = |tool: Tool| -> Mutex<Vec<usize>> {
-        let mut indices: Vec<usize> =
-            rows.iter().enumerate().filter(|(_, r)| r.tool == tool).map(|(i, _)| i).collect();
-        indices.reverse();
-        Mutex::new(indices)
-    };
-    let reftool_queue = queue(Tool::Reftool);
-    // The slowest rows first, so that they overlap the rest.
-    reftool_queue
-        .lock()
-        .unwrap()
-        .sort_by_key(|&i| SLOW_ROWS.contains(&rows[i].fault.unwrap_or("")));
-    let pyagent_queue = queue(Tool::Pyagent);
-    let results: Mutex<Vec<Option<Outcome>>> = Mutex::new(vec![None; rows.len()]);
-    let lane = |queue: &Mutex<Vec<usize>>| {
-        loop {
-            let Some(index) = queue.lock().unwrap().pop() else { break };
-            let outcome = run_row(&rows[index]);
-            results.lock().unwrap()[index] = Some(outcome);
+/// One row: conform against its tool, the row's line of the matrix against its snapshot, and
+/// its assertions. A failure names the row (the test's name) and says what it saw.
+fn check_row(row: &Row) -> Result<(), Failed> {
+    let conform = workspace_bin("conform");
+    let reftool = workspace_bin("reftool");
+    if !conform.is_file() || !reftool.is_file() {
+        return Err(format!(
+            "{}: build conform and reftool first ({} / {})",
+            row.test_name(),
+            conform.display(),
+            reftool.display()
+        )
+        .into());
+    }
+    if row.tool == Tool::Reftool && row.fault.is_some() && !reftool_has_mutants(&reftool) {
+        return Err(format!(
+            "{}: {} was built without reftool's `mutants` feature; run the workspace tests \
+             (`cargo nextest run --workspace`) or `cargo build -p reftool --features mutants` \
+             first",
+            row.test_name(),
+            reftool.display()
+        )
+        .into());
+    }
+    let outcome = run_row(row);
+    let line = render_row(row, &outcome);
+    let problems = row_problems(row, &outcome);
+    {
+        let mut stdout = std::io::stdout().lock();
+        let _ = writeln!(stdout, "{line}\n{} in {:.1?}", row.label(), outcome.elapsed);
+        for (id, reason) in &outcome.skip_reasons {
+            let _ = writeln!(stdout, "  skipped {id}: {reason}");
         }
-    };
-    std::thread::scope(|scope| {
-        for _ in 0..parallel {
-            scope.spawn(|| lane(&reftool_queue));
-        }
+    }
+    // insta panics on a difference (after printing it, and writing `.snap.new` off CI); the
+    // row's own problems are reported with it, not hidden by it.
+    let snapshot = std::panic::catch_unwind(|| {
+        insta::assert_snapshot!(row.snapshot_name(), line);
     });
-    std::thread::scope(|scope| {
-        for _ in 0..PYAGENT_PARALLEL_RUNS {
-            scope.spawn(|| lane(&pyagent_queue));
-        }
-    });
-    results.into_inner().unwrap().into_iter().map(|o| o.unwrap()).collect()
+    let mut failures = problems;
+    if snapshot.is_err() {
+        failures.push(format!(
+            "its line differs from snapshots/mutants__{}.snap (the diff is above)",
+            row.snapshot_name()
+        ));
+    }
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("{} ({}):\n{}\n\n{line}", row.test_name(), row.label(), failures.join("\n"))
+            .into())
+    }
 }
 
-/// The matrix as a Markdown table, plus the coverage of each scenario.
-fn render(rows: &[Row], outcomes: &[Outcome]) -> String {
-    let mut out = String::new();
-    out.push_str("| tool | mutant | target | failed |\n|---|---|---|---|\n");
-    for (row, outcome) in rows.iter().zip(outcomes) {
-        let failed: Vec<String> = outcome
-            .failed()
-            .into_iter()
-            .filter(|id| !row.unstable.contains(&id.as_str()))
-            .filter(|id| {
-                row.targets.contains(&id.as_str()) || !FLAKY_UNDER_LOAD.contains(&id.as_str())
-            })
-            .collect();
-        let _ = writeln!(
-            out,
-            "| {} | {} | {} | {} |",
-            row.tool.name(),
-            row.fault.unwrap_or("(none)"),
-            if row.targets.is_empty() { "-".to_owned() } else { row.targets.join(", ") },
-            if failed.is_empty() { "-".to_owned() } else { failed.join(", ") },
+/// What a row's outcome breaks: a mutant's target that did not fail, or a correct tool that
+/// failed anything but its known failures.
+fn row_problems(row: &Row, outcome: &Outcome) -> Vec<String> {
+    let failed = outcome.failed();
+    let mut problems = Vec::new();
+    match row.fault {
+        None => {
+            let known: BTreeSet<String> = match row.tool {
+                Tool::Reftool => BTreeSet::new(),
+                Tool::Pyagent => {
+                    PYAGENT_KNOWN_FAILURES.iter().map(|(id, _)| (*id).to_owned()).collect()
+                }
+            };
+            if failed != known {
+                let details: Vec<String> = failed
+                    .iter()
+                    .map(|id| format!("{id}: {}", outcome.first_findings.get(id).map_or("", |s| s)))
+                    .collect();
+                problems.push(format!(
+                    "{} failed {failed:?} (expected exactly {known:?}): {details:#?}",
+                    row.label()
+                ));
+            }
+        }
+        Some(_) => {
+            for target in row.targets {
+                // A target pyagent's profile cannot run (skipped, with its reason in the row's
+                // output) cannot catch anything. reftool's must run: the coverage test counts
+                // every scenario its mutants target as caught.
+                let skipped = outcome.statuses.get(*target).is_some_and(|s| s == "skip");
+                let excused = skipped && row.tool == Tool::Pyagent;
+                if !failed.contains(*target) && !excused {
+                    problems.push(format!(
+                        "{} is not caught by {target} (status {})",
+                        row.label(),
+                        outcome.statuses.get(*target).map_or("absent", String::as_str)
+                    ));
+                }
+            }
+        }
+    }
+    problems
+}
+
+/// The row's line of the matrix, a Markdown table row: tool, mutant, target, and every
+/// scenario that failed except those whose verdict varies from run to run.
+fn render_row(row: &Row, outcome: &Outcome) -> String {
+    let failed: Vec<String> = outcome
+        .failed()
+        .into_iter()
+        .filter(|id| !row.unstable.contains(&id.as_str()))
+        .filter(|id| row.targets.contains(&id.as_str()) || !FLAKY_UNDER_LOAD.contains(&id.as_str()))
+        .collect();
+    format!(
+        "| {} | {} | {} | {} |",
+        row.tool.name(),
+        row.fault.unwrap_or("(none)"),
+        if row.targets.is_empty() { "-".to_owned() } else { row.targets.join(", ") },
+        if failed.is_empty() { "-".to_owned() } else { failed.join(", ") },
+    )
+}
+
+/// The ids of conform's catalogue (`conform list --format json`).
+fn catalogue() -> Result<BTreeSet<String>, Failed> {
+    let output = Command::new(workspace_bin("conform"))
+        .args(["list", "--format", "json"])
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("conform list does not run: {e}"))?;
+    if output.status.code() != Some(CONFORM_PASSED) {
+        return Err(format!("conform list ended with {}: {output:?}", output.status).into());
+    }
+    let envelope: serde_json::Value = serde_json::from_slice(&output.stdout)
+        .map_err(|e| format!("conform list printed no JSON ({e})"))?;
+    let scenarios = envelope["data"]["scenarios"]
+        .as_array()
+        .ok_or_else(|| format!("no data.scenarios in conform list's answer: {envelope:#}"))?;
+    Ok(scenarios.iter().filter_map(|s| s["id"].as_str()).map(str::to_owned).collect())
+}
+
+/// Without running a tool: every scenario of the catalogue is the target of a reftool mutant
+/// (a stricter form of "every scenario the correct reftool runs", since reftool skips none),
+/// every target and every allowance names a scenario of the catalogue, and no target is also
+/// allowed to vary. Keeps the notes and the scenario → mutants table as a snapshot.
+fn check_coverage() -> Result<(), Failed> {
+    let catalogue = catalogue()?;
+    let rows = rows();
+    let mut problems = Vec::new();
+    for row in &rows {
+        for target in row.targets {
+            if !catalogue.contains(*target) {
+                problems
+                    .push(format!("{} targets {target}, which conform does not list", row.label()));
+            }
+            if row.unstable.contains(target) {
+                problems.push(format!("{}: its target {target} cannot be unstable", row.label()));
+            }
+        }
+        for scenario in row.unstable {
+            if !catalogue.contains(*scenario) {
+                problems.push(format!(
+                    "{} allows {scenario} to vary, which conform does not list",
+                    row.label()
+                ));
+            }
+        }
+    }
+    let allowed = FLAKY_UNDER_LOAD.iter().chain(PYAGENT_KNOWN_FAILURES.iter().map(|(id, _)| id));
+    for scenario in allowed {
+        if !catalogue.contains(*scenario) {
+            problems.push(format!("{scenario} is allowed to fail, but conform does not list it"));
+        }
+    }
+    let targeted: BTreeSet<&str> = rows
+        .iter()
+        .filter(|row| row.tool == Tool::Reftool)
+        .flat_map(|row| row.targets.iter().copied())
+        .collect();
+    for scenario in catalogue.iter().filter(|id| !targeted.contains(id.as_str())) {
+        problems.push(format!("no reftool mutant targets scenario {scenario}"));
+    }
+    let text = render_coverage(&rows, &catalogue);
+    let snapshot = std::panic::catch_unwind(|| {
+        insta::assert_snapshot!("coverage", text);
+    });
+    if snapshot.is_err() {
+        problems.push(
+            "the table differs from snapshots/mutants__coverage.snap (the diff is above)".into(),
         );
     }
-    out.push_str("\nLeft out of the \"failed\" column: verdicts that vary from run to run.\n\n");
+    if problems.is_empty() { Ok(()) } else { Err(problems.join("\n").into()) }
+}
+
+/// The verdicts the rows leave out as unstable, then each scenario with the reftool mutants
+/// that target it.
+fn render_coverage(rows: &[Row], catalogue: &BTreeSet<String>) -> String {
+    let mut out = String::new();
+    out.push_str("Left out of the \"failed\" column: verdicts that vary from run to run.\n\n");
     let _ = writeln!(out, "- every row that does not target it: {}", FLAKY_UNDER_LOAD.join(", "));
     for row in rows.iter().filter(|row| !row.unstable.is_empty()) {
         let _ = writeln!(
@@ -498,144 +666,17 @@ fn render(rows: &[Row], outcomes: &[Outcome]) -> String {
             row.unstable.join(", ")
         );
     }
-    // Scenario → the reftool mutants that target it and fail it.
-    let catalogue: BTreeSet<String> =
-        outcomes.iter().flat_map(|o| o.statuses.keys().cloned()).collect();
     out.push_str("\n| scenario | caught by (reftool mutants targeting it) |\n|---|---|\n");
-    for scenario in &catalogue {
+    for scenario in catalogue {
         let catchers: Vec<&str> = rows
             .iter()
-            .zip(outcomes)
-            .filter(|(row, outcome)| {
-                row.tool == Tool::Reftool
-                    && row.targets.contains(&scenario.as_str())
-                    && outcome.failed().contains(scenario)
-            })
-            .filter_map(|(row, _)| row.fault)
+            .filter(|row| row.tool == Tool::Reftool && row.targets.contains(&scenario.as_str()))
+            .filter_map(|row| row.fault)
             .collect();
-        let cell = if catchers.is_empty() {
-            match outcomes[0].skip_reasons.get(scenario) {
-                Some(reason) => format!("(none: reftool skips it: {reason})"),
-                None => "(NONE)".to_owned(),
-            }
-        } else {
-            catchers.join(", ")
-        };
+        let cell = if catchers.is_empty() { "(NONE)".to_owned() } else { catchers.join(", ") };
         let _ = writeln!(out, "| {scenario} | {cell} |");
     }
     out
-}
-
-#[test]
-fn every_mutant_fails_its_scenario_and_the_correct_tools_pass() {
-    let conform = workspace_bin("conform");
-    let reftool = workspace_bin("reftool");
-    assert!(conform.is_file() && reftool.is_file(), "build conform and reftool first");
-    assert!(
-        reftool_has_mutants(&reftool),
-        "{} was built without reftool's `mutants` feature; run the workspace tests \
-         (`cargo test --workspace` / `cargo nextest run --workspace`) or \
-         `cargo build -p reftool --features mutants` first",
-        reftool.display()
-    );
-    let only: Option<BTreeSet<String>> = std::env::var("CONFORM_MUTANTS")
-        .ok()
-        .map(|v| v.split(',').map(|s| s.trim().to_owned()).collect());
-    let rows: Vec<Row> = rows()
-        .into_iter()
-        .filter(|row| {
-            only.as_ref().is_none_or(|only| {
-                row.fault.is_none() || row.fault.is_some_and(|f| only.contains(f))
-            })
-        })
-        .collect();
-    let started = Instant::now();
-    let outcomes = run_all(&rows);
-    let wall = started.elapsed();
-    let table = render(&rows, &outcomes);
-    let mut stdout = std::io::stdout().lock();
-    use std::io::Write as _;
-    let _ = writeln!(stdout, "{table}\n{} conform runs in {:.0?}", rows.len(), wall);
-    for (row, outcome) in rows.iter().zip(&outcomes) {
-        let _ = writeln!(
-            stdout,
-            "  {:>7} {:<40} {:>5.1?}",
-            row.tool.name(),
-            row.fault.unwrap_or("(none)"),
-            outcome.elapsed
-        );
-    }
-    drop(stdout);
-
-    let mut problems = Vec::new();
-    for row in &rows {
-        for target in row.targets {
-            assert!(!row.unstable.contains(target), "{row:?}: a target cannot be unstable");
-        }
-    }
-    for (row, outcome) in rows.iter().zip(&outcomes) {
-        let failed = outcome.failed();
-        match row.fault {
-            None => {
-                let known: BTreeSet<String> = match row.tool {
-                    Tool::Reftool => BTreeSet::new(),
-                    Tool::Pyagent => {
-                        PYAGENT_KNOWN_FAILURES.iter().map(|(id, _)| (*id).to_owned()).collect()
-                    }
-                };
-                if failed != known {
-                    let details: Vec<String> = failed
-                        .iter()
-                        .map(|id| {
-                            format!("{id}: {}", outcome.first_findings.get(id).map_or("", |s| s))
-                        })
-                        .collect();
-                    problems.push(format!(
-                        "the correct {} failed {:?} (expected exactly {:?}): {details:#?}",
-                        row.tool.name(),
-                        failed,
-                        known
-                    ));
-                }
-            }
-            Some(fault) => {
-                for target in row.targets {
-                    // A target the profile cannot run (skipped, with its reason in the
-                    // coverage table) cannot catch anything; the coverage check below only
-                    // asks for scenarios that run.
-                    let skipped = outcome.statuses.get(*target).is_some_and(|s| s == "skip");
-                    if !failed.contains(*target) && !skipped {
-                        problems.push(format!(
-                            "{} mutant {fault} is not caught by {target} (status {})",
-                            row.tool.name(),
-                            outcome.statuses.get(*target).map_or("absent", String::as_str)
-                        ));
-                    }
-                }
-            }
-        }
-    }
-    // Every scenario the correct reftool runs is the target of a reftool mutant.
-    if only.is_none() {
-        let ran = outcomes[0].ran();
-        let targeted: BTreeSet<&str> = rows
-            .iter()
-            .filter(|row| row.tool == Tool::Reftool)
-            .flat_map(|row| row.targets.iter().copied())
-            .collect();
-        for scenario in &ran {
-            if !targeted.contains(scenario.as_str()) {
-                problems.push(format!("no reftool mutant targets scenario {scenario}"));
-            }
-        }
-    }
-    if !problems.is_empty() {
-        let _ = writeln!(std::io::stdout().lock(), "PROBLEMS:\n{}", problems.join("\n"));
-    }
-    if only.is_none() {
-        insta::assert_snapshot!("matrix", table);
-    }
-    assert!(problems.is_empty(), "{}\n\n{table}", problems.join("\n"));
 }
 
 /// Whether this reftool binary has the switches: with the manifest mutant on, its manifest
