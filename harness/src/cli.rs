@@ -338,7 +338,9 @@ fn run_command(args: &RunArgs, started: Instant) -> Result<u8, ArgError> {
         }
     };
     let results = engine.run_plan(&planned, jobs, &events, &finish);
-    crate::interrupt::hold_if_interrupted();
+    // Interrupted: the watcher has stopped the tool's processes; the report still comes, with
+    // what finished, marked partial, before conform exits 130.
+    let interrupted = crate::interrupt::wait_for_clean_up();
     let planned_ids: BTreeSet<&str> = planned.iter().map(|p| p.scenario.id.as_str()).collect();
     let unselected: Vec<Unselected> = catalogue
         .scenarios
@@ -354,12 +356,15 @@ fn run_command(args: &RunArgs, started: Instant) -> Result<u8, ArgError> {
         unselected: &unselected,
         baseline_in_use: baseline.is_some(),
         duration_ms: millis(started.elapsed()),
+        interrupted,
     };
     let summary = RunSummary::compute(&results, &facts);
     let code = summary.exit_code;
     events.send(Event::RunFinished(summary));
     drop(events);
-    if let Err(e) = stream.finish() {
+    let reported = stream.finish();
+    crate::interrupt::reported();
+    if let Err(e) = reported {
         eprintln!("conform: {e}");
         return Ok(exit::GENERAL_ERROR);
     }

@@ -10,10 +10,11 @@
 //! | 1    | `GENERAL_ERROR`     | conform itself failed (a harness error in some scenario, an I/O fault) |
 //! | 2    | `ARG_ERROR`         | bad invocation of conform, invalid profile, baseline or snapshot directory; nothing ran |
 //! | 80   | `NOT_CONFORMANT`    | a `must` scenario failed and no baseline expected it         |
+//! | 130  | `CANCELLED`         | conform was interrupted; the report holds what finished, marked partial |
 //! | 81   | `BASELINE_MISMATCH` | the tool is conformant, but the baseline is out of date: a failure it does not list, or an entry whose scenario now passes |
 //!
-//! When several apply, the first in this order wins: `NOT_CONFORMANT`, `GENERAL_ERROR`,
-//! `BASELINE_MISMATCH`. A non-conformance is the most useful news even when something else
+//! When several apply, the first in this order wins: `CANCELLED`, `NOT_CONFORMANT`,
+//! `GENERAL_ERROR`, `BASELINE_MISMATCH`. A non-conformance is the most useful news even when something else
 //! also went wrong. The choice is made by [`crate::summary`], from a run's results.
 
 /// Every `must` scenario that ran passed and the baseline (if any) matched.
@@ -26,6 +27,9 @@ pub const ARG_ERROR: u8 = 2;
 pub const NOT_CONFORMANT: u8 = 80;
 /// The baseline does not match the results (an unexpected failure or a stale entry).
 pub const BASELINE_MISMATCH: u8 = 81;
+/// A signal (Ctrl-C, SIGTERM, SIGHUP) interrupted the run: 128 + SIGINT, as shells report it.
+/// The report still comes, marked partial, with what finished.
+pub const INTERRUPTED: u8 = 130;
 
 /// The name of one of conform's exit codes, e.g. `NOT_CONFORMANT` for 80.
 pub fn name(code: u8) -> &'static str {
@@ -35,6 +39,7 @@ pub fn name(code: u8) -> &'static str {
         ARG_ERROR => "ARG_ERROR",
         NOT_CONFORMANT => "NOT_CONFORMANT",
         BASELINE_MISMATCH => "BASELINE_MISMATCH",
+        INTERRUPTED => "CANCELLED",
         _ => "UNKNOWN",
     }
 }

@@ -4,10 +4,13 @@
 //! Every step runs in its own process group, so a terminal's Ctrl-C reaches conform but not
 //! the tool. Each live sandbox is therefore registered here (its marker and directory); when a
 //! signal arrives, a watcher thread kills every process carrying a registered marker, removes
-//! the directories (kept ones aside), says so on stderr and exits with [`INTERRUPTED`] (the
-//! shell's 128 + SIGINT; conform's report is not written: the run did not finish).
+//! the directories (kept ones aside) and says so on stderr; the run then writes its report of
+//! what finished (partial: `CANCELLED` in `--format json`, marked in JUnit and Markdown), and
+//! conform exits with [`INTERRUPTED`] (the shell's 128 + SIGINT), within [`REPORT_GRACE`]
+//! even when the report does not come.
 
 use std::collections::BTreeMap;
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
@@ -18,7 +21,7 @@ use nix::unistd::Pid;
 use crate::sandbox;
 
 /// conform's exit code when a signal interrupted the run (128 + SIGINT, as shells report it).
-pub const INTERRUPTED: u8 = 130;
+pub const INTERRUPTED: u8 = crate::exit::INTERRUPTED;
 
 /// A live sandbox: its marker and, unless kept, the directory to remove.
 type Live = BTreeMap<String, Option<PathBuf>>;
@@ -62,9 +65,19 @@ pub fn install() -> Result<(), String> {
                 .spawn(move || {
                     if let Some(signal) = signals.forever().next() {
                         let cleaned = clean_up();
-                        eprintln!(
+                        // stderr may be gone (a closed pipe): a failed write must not end this
+                        // thread before it ends the process.
+                        let _ = writeln!(
+                            std::io::stderr(),
                             "conform: interrupted by signal {signal}; stopped {cleaned} process(es) of the tool and removed the sandboxes"
                         );
+                        CLEANED.store(true, Ordering::SeqCst);
+                        // The run reports what finished (a partial report), then says so; a
+                        // run that does not within the bound is ended all the same.
+                        let deadline = std::time::Instant::now() + REPORT_GRACE;
+                        while !REPORTED.load(Ordering::SeqCst) && std::time::Instant::now() < deadline {
+                            std::thread::sleep(std::time::Duration::from_millis(20));
+                        }
                         std::process::exit(i32::from(INTERRUPTED));
                     }
                 })
@@ -84,15 +97,31 @@ pub fn gate() -> Result<(), String> {
     if interrupted() { Err("conform was interrupted".into()) } else { Ok(()) }
 }
 
-/// Called by the run once its scenarios ended: when conform was interrupted, the watcher
-/// thread is cleaning up and will end the process; the run must not report or exit first.
-pub fn hold_if_interrupted() {
-    while interrupted() {
-        std::thread::park_timeout(std::time::Duration::from_secs(1));
+/// Called by the run once its scenarios ended: when conform was interrupted, waits until the
+/// watcher has stopped the tool's processes and removed the sandboxes, and says so, so that
+/// the run reports (partially) what finished; `false` when the run was not interrupted.
+pub fn wait_for_clean_up() -> bool {
+    if !interrupted() {
+        return false;
     }
+    while !CLEANED.load(Ordering::SeqCst) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    true
 }
 
+/// Called once the reporters have written everything: an interrupted run may now end.
+pub fn reported() {
+    REPORTED.store(true, Ordering::SeqCst);
+}
+
+/// How long the watcher lets an interrupted run write its partial report before it ends
+/// conform anyway.
+const REPORT_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
+
 static STOPPING: AtomicBool = AtomicBool::new(false);
+static CLEANED: AtomicBool = AtomicBool::new(false);
+static REPORTED: AtomicBool = AtomicBool::new(false);
 
 /// Quiet scans in a row after which no process of the run is left (a step that passed the
 /// [`gate`] just before the signal shows its marker once its program is loaded).

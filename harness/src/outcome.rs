@@ -86,6 +86,9 @@ pub enum SkipReason {
         /// What happened and what to set.
         why: String,
     },
+    /// conform was interrupted (Ctrl-C, SIGTERM) before the scenario finished: what it saw
+    /// is not a verdict.
+    Interrupted,
     /// No word of the role's argv names a file the scenario could change.
     NoInputFile {
         /// The role.
@@ -139,6 +142,7 @@ impl fmt::Display for SkipReason {
                 "not run: {why}, so the tool's other calls would fail the same way (`manifest-valid` reports it)"
             ),
             SkipReason::ProfileProblem { why } => write!(f, "profile problem: {why}"),
+            SkipReason::Interrupted => f.write_str("not finished: conform was interrupted"),
             SkipReason::NoInputFile { role } => write!(
                 f,
                 "no word of role `{role}`'s argv names a file in the sandbox, so the scenario cannot change its input"

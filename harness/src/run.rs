@@ -112,6 +112,12 @@ impl Engine {
                                 self.run_scenario_rooted(p.scenario, events)
                             }
                         };
+                        // A scenario that ended after the signal had its processes killed under
+                        // it: what it saw is no verdict.
+                        if crate::interrupt::interrupted() && result.status.ran() {
+                            result.status = Status::Skip { reason: SkipReason::Interrupted };
+                            result.findings.clear();
+                        }
                         finish(&mut result, root.as_deref());
                         events.send(Event::ScenarioFinished(Box::new(result.clone())));
                         if let Ok(mut slot) = results[i].lock() {

@@ -26,6 +26,8 @@ pub struct RunFacts<'a> {
     pub baseline_in_use: bool,
     /// Wall-clock time of the run.
     pub duration_ms: u64,
+    /// Whether a signal interrupted the run (its unfinished scenarios are skipped as such).
+    pub interrupted: bool,
 }
 
 /// A verdict over a group of scenarios (a requirement, a level).
@@ -159,13 +161,16 @@ pub struct RunSummary {
     pub exit_code: u8,
     /// Wall-clock time of the run.
     pub duration_ms: u64,
+    /// Whether a signal interrupted the run: the report is partial.
+    #[serde(default)]
+    pub interrupted: bool,
 }
 
 impl RunSummary {
     /// Summarizes a run's results, given what the run knew besides them (stale baseline entries
     /// are read from the results' [`BaselineMark`]s).
     pub fn compute(results: &[ScenarioResult], facts: &RunFacts<'_>) -> Self {
-        let RunFacts { unselected, baseline_in_use, duration_ms } = *facts;
+        let RunFacts { unselected, baseline_in_use, duration_ms, interrupted } = *facts;
         // Coverage is read off the results: the roles whose absence skipped a scenario.
         let roles_missing: Vec<String> = results
             .iter()
@@ -249,6 +254,7 @@ impl RunSummary {
             conformant,
             exit_code: 0,
             duration_ms,
+            interrupted,
         };
         summary.exit_code = exit_code(&summary);
         summary
@@ -264,7 +270,10 @@ impl RunSummary {
 fn exit_code(summary: &RunSummary) -> u8 {
     let must_failed =
         summary.levels.iter().any(|l| l.level == Obligation::Must && l.counts.fail > 0);
-    if must_failed {
+    // An interrupted run says so first: its verdicts cover only what finished.
+    if summary.interrupted {
+        exit::INTERRUPTED
+    } else if must_failed {
         exit::NOT_CONFORMANT
     } else if summary.counts.error > 0 {
         exit::GENERAL_ERROR

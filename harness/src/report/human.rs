@@ -412,6 +412,7 @@ fn render_summary(out: &mut String, p: Paint, report: &RunReport) {
         exit::SUCCESS => p.green("CONFORMANT"),
         exit::NOT_CONFORMANT => p.red("NOT CONFORMANT"),
         exit::BASELINE_MISMATCH => p.red("CONFORMANT, BUT THE BASELINE DOES NOT MATCH"),
+        exit::INTERRUPTED => p.red("INTERRUPTED: a partial report of what finished"),
         _ => p.red("NO VERDICT (conform failed)"),
     };
     let _ =

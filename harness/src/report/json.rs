@@ -22,6 +22,7 @@ use serde_json::{Value, json};
 use super::{Collector, RunReport, Sink};
 use crate::event::{Event, ReportError, Reporter};
 use crate::exit;
+use crate::outcome::SkipReason;
 use crate::outcome::Status;
 
 /// Writes the envelope when the run finishes.
@@ -65,6 +66,7 @@ pub fn data(report: &RunReport) -> Value {
         "kit_checks": s.kit_checks,
         "coverage": s.coverage,
         "baseline": s.baseline,
+        "partial": s.interrupted,
         "scenarios": report.results,
     })
 }
@@ -90,6 +92,23 @@ pub fn envelope(report: &RunReport) -> Value {
                 ),
                 "context": {"failed": failed},
                 "suggestion": "read each failed scenario's findings and run the repro of its evidence",
+            })
+        }
+        exit::INTERRUPTED => {
+            let unfinished = report
+                .results
+                .iter()
+                .filter(|r| matches!(r.status, Status::Skip { reason: SkipReason::Interrupted }))
+                .count();
+            json!({
+                "code": "CANCELLED",
+                "message": format!(
+                    "conform was interrupted: {unfinished} of {} scenario(s) did not finish; the report holds the rest",
+                    report.results.len()
+                ),
+                "retryable": true,
+                "context": {"partial": true, "unfinished": unfinished},
+                "suggestion": "run conform again to the end for a full verdict",
             })
         }
         exit::BASELINE_MISMATCH => json!({

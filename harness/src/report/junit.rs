@@ -53,6 +53,10 @@ pub fn render(report: &RunReport) -> Result<String, ReportError> {
         for c in &report.summary.claims {
             suite.add_property(Property::new(format!("claim.{}", c.claim), c.verdict.as_str()));
         }
+        if report.summary.interrupted {
+            // conform was interrupted: these results are what finished, not the whole run.
+            suite.add_property(Property::new("partial", "true"));
+        }
         let time: u64 = group.iter().map(|r| r.duration_ms).sum();
         suite.set_time(Duration::from_millis(time));
         for r in group {

@@ -51,6 +51,7 @@ pub fn render(report: &RunReport) -> String {
         exit::SUCCESS => "conformant",
         exit::NOT_CONFORMANT => "NOT conformant",
         exit::BASELINE_MISMATCH => "conformant, but the baseline does not match",
+        exit::INTERRUPTED => "not judged: conform was interrupted (partial report)",
         _ => "not judged: conform failed",
     };
     let _ = writeln!(out, "## conform: `{}` is {verdict}\n", cell(&report.info.tool));

@@ -119,7 +119,9 @@ fn keep_sandboxes_keeps_each_scenario_directory() {
 }
 
 /// Ctrl-C to conform stops the tool's processes (which live in their own process groups and
-/// never see the terminal's signal) and removes the sandboxes.
+/// never see the terminal's signal), removes the sandboxes, and still answers an agent that
+/// parses stdout: one envelope, exit 130, `CANCELLED`, the report of what finished marked
+/// partial (the JUnit file too).
 #[test]
 fn an_interrupted_run_leaves_nothing_behind() {
     let dir = tempfile::tempdir().unwrap();
@@ -142,7 +144,9 @@ fn an_interrupted_run_leaves_nothing_behind() {
         .env("TMPDIR", &tmp)
         .arg("run")
         .arg(&tool)
-        .stdout(std::process::Stdio::null())
+        .args(["--format", "json", "--junit"])
+        .arg(dir.path().join("junit.xml"))
+        .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
@@ -158,11 +162,27 @@ fn an_interrupted_run_leaves_nothing_behind() {
         nix::sys::signal::Signal::SIGINT,
     )
     .unwrap();
+    let mut stdout = String::new();
+    std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut stdout).unwrap();
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130));
     let mut stderr = String::new();
     std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
     assert!(stderr.contains("interrupted"), "{stderr}");
+    let envelope: serde_json::Value = serde_json::from_str(&stdout).expect("one JSON envelope");
+    assert_eq!(envelope["ok"], false);
+    assert_eq!(envelope["meta"]["exit_code"], 130);
+    assert_eq!(envelope["error"]["code"], "CANCELLED", "{envelope:#}");
+    assert_eq!(envelope["data"]["partial"], true);
+    let unfinished = envelope["data"]["scenarios"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["reason"] == "not finished: conform was interrupted")
+        .count();
+    assert!(unfinished >= 1, "{envelope:#}");
+    let junit = std::fs::read_to_string(dir.path().join("junit.xml")).unwrap();
+    assert!(junit.contains(r#"name="partial" value="true""#), "{junit}");
     for pid in std::fs::read_to_string(&pids).unwrap().lines() {
         assert!(!crate::support::alive(pid), "process {pid} survived");
     }
