@@ -48,9 +48,11 @@
 //!    (computed once, also with `-j`). A calibration that does not exit 0 with a JSON response
 //!    is a harness error of the scenarios needing it: the profile's role is not usable.
 //! 4. [`run`]: each scenario in its own [`sandbox`] (a temporary HOME, XDG dirs and TMPDIR, a
-//!    marker variable, the role's fixtures and setup), steps through [`exec`], judged by
-//!    [`checks`]; afterwards every job seen is cancelled and the sandbox swept: a process still
-//!    carrying the marker is a `leaked-process` finding.
+//!    marker variable, a cgroup where cgroups v2 are writable, the role's fixtures and setup),
+//!    steps through [`exec`], judged by [`checks`]; afterwards every job seen is cancelled and
+//!    the sandbox swept: a process of the scenario still running (in its cgroup, carrying its
+//!    marker, or an orphan conform adopted as child subreaper and charged to it, even one that
+//!    cleared its environment and left the session) is a `leaked-process` finding, and killed.
 //! 5. [`outcome`], [`event`], [`report`]: results as data, one event stream, several
 //!    reporters; [`baseline`] and [`snapshot`] mark results before they are reported;
 //!    [`redact`] normalizes responses for every comparison.
@@ -293,7 +295,7 @@
 //! `continue-loop` (the hop limit was reached), `shell` (a `shell` step failed),
 //! `missing-command` (no `continue_command` / `cancel_command` to run), `stream-signal` (a
 //! stream ended before its signal was sent), `stream-deadline` (a stream killed at its
-//! deadline), `kill-worker` (no worker found) and `leaked-process` (a marked process outlived the scenario and its cancels).
+//! deadline), `kill-worker` (no worker found) and `leaked-process` (a process of the scenario outlived it and its cancels; see [`sandbox`] for how they are found).
 //!
 //! ## Calibrated comparison and redaction
 //!
