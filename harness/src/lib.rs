@@ -53,6 +53,8 @@
 //!    the sandbox swept: a process of the scenario still running (in its cgroup, carrying its
 //!    marker, or an orphan conform adopted as child subreaper and charged to it, even one that
 //!    cleared its environment and left the session) is a `leaked-process` finding, and killed.
+//!    Sandboxes and cgroups that a conform killed with SIGKILL left behind are removed by the
+//!    next run, which says so on stderr; a live conform's are never touched.
 //! 5. [`outcome`], [`event`], [`report`]: results as data, one event stream, several
 //!    reporters; [`baseline`] and [`snapshot`] mark results before they are reported;
 //!    [`redact`] normalizes responses for every comparison.

@@ -67,6 +67,16 @@
 //! Dropping a sandbox always sweeps, then removes the directory, unless [`Sandbox::keep`] was
 //! asked: then the directory stays and its path is written to stderr.
 //!
+//! # Stale sandboxes
+//!
+//! A conform killed with SIGKILL leaves its sandboxes (and cgroups) behind. Every sandbox
+//! holds an owner file ([`OWNER_FILE`]: conform's pid and start time, so a reused pid does
+//! not pass for the owner). The first sandbox a conform makes in a directory removes there
+//! every sandbox whose owner is gone, after killing what still carries its marker, and says
+//! so on stderr ([`remove_stale_sandboxes`] does it on demand); run groups of conforms that
+//! are gone are removed likewise, their processes killed. A sandbox of a live conform, a kept
+//! one, or one without an owner file is never touched.
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::{OsStr, OsString};
 use std::fs;
@@ -80,11 +90,13 @@ use crate::exec::{self, Invocation, Outcome, Program, Termination};
 mod cgroup;
 mod procfs;
 mod registry;
+mod stale;
 mod sweep;
 
 pub use cgroup::Unavailable as CgroupUnavailable;
 pub use registry::{Isolation, end_of_run, isolation};
 pub(crate) use registry::{kill_everything, release_everything};
+pub use stale::{OWNER_FILE, StaleSandbox, describe as describe_stale, remove_stale_sandboxes};
 pub use sweep::{FoundBy, LeakedProcess, scan};
 
 /// The name of the marker variable every step's environment carries.
@@ -150,10 +162,12 @@ impl Sandbox {
         Self::new_in(std::env::temp_dir())
     }
 
-    /// A fresh sandbox under `parent`. The calling thread moves into the sandbox's cgroup,
-    /// when there are cgroups: the steps it starts are the sandbox's.
+    /// A fresh sandbox under `parent`. The first one in a directory first removes the stale
+    /// sandboxes there (see the module docs). The calling thread moves into the sandbox's
+    /// cgroup, when there are cgroups: the steps it starts are the sandbox's.
     pub fn new_in(parent: impl AsRef<Path>) -> Result<Self, SandboxError> {
         let parent = parent.as_ref();
+        stale::remove_stale_once(parent);
         let dir = tempfile::Builder::new()
             .prefix("conform-")
             .tempdir_in(parent)
@@ -182,6 +196,8 @@ impl Sandbox {
         let runtime = sandbox.runtime_dir();
         fs::set_permissions(&runtime, fs::Permissions::from_mode(0o700))
             .map_err(io_error(format!("restrict {}", runtime.display())))?;
+        stale::write_owner(&sandbox.root, &sandbox.marker)
+            .map_err(io_error(format!("write the owner file of {}", sandbox.root.display())))?;
         registry::register(&sandbox.marker, &sandbox.root);
         Ok(sandbox)
     }
@@ -325,8 +341,12 @@ impl Sandbox {
     }
 
     /// Keeps the directory when the sandbox is dropped (for `--keep` and debugging); returns
-    /// its path. Leaked processes are still killed.
+    /// its path. Leaked processes are still killed. A kept sandbox has no owner file, so no
+    /// later run takes it for a stale one.
     pub fn keep(&mut self) -> &Path {
+        if !self.keep {
+            stale::forget_owner(&self.root);
+        }
         self.keep = true;
         &self.root
     }

@@ -14,7 +14,9 @@
 //!
 //! When the sandbox ends, conform's own threads move back to the run group, whatever is left
 //! in the scenario group is the scenario's leak, and the group is removed; when the last
-//! sandbox ends, conform moves back to `C` and removes the run group.
+//! sandbox ends, conform moves back to `C` and removes the run group. The name of the run
+//! group holds conform's pid and start time, so that a later run can tell a group of a conform
+//! that died (SIGKILL) from a live one's and clean it up ([`Base::remove_stale`]).
 //!
 //! The threaded mode needs `C` to be a plain domain cgroup (not threaded itself) in which
 //! conform may create groups and move processes; anything else is [`Unavailable`] and conform
@@ -23,8 +25,10 @@
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
-use nix::unistd::gettid;
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::{Pid, gettid};
 
 use super::procfs;
 
@@ -133,6 +137,48 @@ impl Base {
         }
         Ok(RunGroup { path, parent: self.parent.clone() })
     }
+
+    /// Kills what is left in the run groups of conform processes that are gone (killed with
+    /// SIGKILL, say) and removes the groups; the run groups of live conforms are never
+    /// touched. Returns what was removed.
+    pub(super) fn remove_stale(&self) -> Vec<StaleGroup> {
+        let Ok(entries) = fs::read_dir(&self.parent) else {
+            return Vec::new();
+        };
+        let mut removed = Vec::new();
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else { continue };
+            if name == self.run_name {
+                continue;
+            }
+            let Some((pid, start)) = parse_run_name(name) else { continue };
+            if procfs::stat(pid).is_some_and(|s| s.start_ticks == start) {
+                continue;
+            }
+            let path = entry.path();
+            let killed = empty_and_remove(&path);
+            if !path.exists() {
+                removed.push(StaleGroup { path, pid, killed });
+            }
+        }
+        removed
+    }
+}
+
+/// A run group of a conform that is gone, removed by a later run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct StaleGroup {
+    pub(super) path: PathBuf,
+    pub(super) pid: u32,
+    /// How many processes were still in it (now killed).
+    pub(super) killed: usize,
+}
+
+/// `conform-<pid>-<start>` → (pid, start).
+fn parse_run_name(name: &str) -> Option<(u32, u64)> {
+    let (pid, start) = name.strip_prefix(RUN_PREFIX)?.split_once('-')?;
+    Some((pid.parse().ok()?, start.parse().ok()?))
 }
 
 /// The root and mount point of the first cgroup2 mount in `/proc/self/mountinfo`.
@@ -265,6 +311,45 @@ fn members(group: &Path, except: u32) -> Vec<u32> {
     pids
 }
 
+/// SIGKILLs everything in a stale run group and its scenario groups, waits a little for it to
+/// go, and removes the groups; returns how many processes it killed.
+fn empty_and_remove(run: &Path) -> usize {
+    let mut groups: Vec<PathBuf> = fs::read_dir(run)
+        .map(|entries| entries.flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect())
+        .unwrap_or_default();
+    groups.push(run.to_path_buf());
+    let own = procfs::me().pid;
+    let mut killed = std::collections::BTreeSet::new();
+    for _ in 0..50 {
+        let mut alive = false;
+        for group in &groups {
+            // A run group (domain) lists its processes in cgroup.procs; a threaded one only
+            // in cgroup.threads.
+            let mut pids = members(group, own);
+            if let Ok(text) = fs::read_to_string(group.join("cgroup.procs")) {
+                pids.extend(text.split_whitespace().filter_map(|t| t.parse::<u32>().ok()));
+            }
+            for pid in pids.into_iter().filter(|p| *p != own) {
+                if procfs::stat(pid).is_some_and(|s| !s.is_gone()) {
+                    alive = true;
+                    if let Ok(raw) = i32::try_from(pid) {
+                        let _ = kill(Pid::from_raw(raw), Signal::SIGKILL);
+                    }
+                    killed.insert(pid);
+                }
+            }
+        }
+        if !alive {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for group in &groups {
+        let _ = fs::remove_dir(group);
+    }
+    killed.len()
+}
+
 /// Writes one value to a cgroup control file (which must exist: cgroupfs has no symlinks, and
 /// nothing is created).
 fn write_to(file: &Path, value: impl std::fmt::Display) -> io::Result<()> {
@@ -275,6 +360,14 @@ fn write_to(file: &Path, value: impl std::fmt::Display) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn run_group_names_carry_pid_and_start() {
+        assert_eq!(parse_run_name("conform-123-456789"), Some((123, 456789)));
+        assert_eq!(parse_run_name("conform-123"), None);
+        assert_eq!(parse_run_name("conform-x-1"), None);
+        assert_eq!(parse_run_name("other-1-2"), None);
+    }
 
     #[test]
     fn the_unified_mount_is_found_among_others() {

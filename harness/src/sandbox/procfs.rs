@@ -138,6 +138,17 @@ pub(super) fn age(start_ticks: u64) -> Option<Duration> {
     uptime()?.checked_sub(Duration::from_millis(start_ticks.saturating_mul(1000) / USER_HZ))
 }
 
+/// This boot's random id: a start time from another boot means nothing.
+pub(super) fn boot_id() -> Option<String> {
+    let raw = fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    Some(raw.trim().to_owned()).filter(|id| !id.is_empty())
+}
+
+/// The pid namespace conform lives in (`pid:[4026531836]`): a pid means something only in it.
+pub(super) fn pid_namespace() -> Option<String> {
+    fs::read_link("/proc/self/ns/pid").ok().map(|p| p.to_string_lossy().into_owned())
+}
+
 /// conform itself, read once.
 #[derive(Debug, Clone)]
 pub(super) struct Me {

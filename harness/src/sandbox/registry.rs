@@ -129,6 +129,17 @@ fn decide(st: &mut State) {
     };
     st.isolation = Some(match cgroups {
         Ok(base) => {
+            for stale in base.remove_stale() {
+                let killed = match stale.killed {
+                    0 => String::new(),
+                    n => format!(", and killed {n} process(es) still in it"),
+                };
+                eprintln!(
+                    "conform: removed the cgroup {} of conform process {}, which is gone{killed}",
+                    stale.path.display(),
+                    stale.pid
+                );
+            }
             let run_group = base.run_path();
             st.base = Some(base);
             Isolation::Cgroup { run_group }

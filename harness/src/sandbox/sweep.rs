@@ -132,3 +132,25 @@ pub(super) fn kill_exactly(pid: u32, start_ticks: u64) {
         let _ = kill(Pid::from_raw(raw), Signal::SIGKILL);
     }
 }
+
+/// Kills every process carrying `marker` (and its group), pass after pass until none is left;
+/// returns each once. Only the marker counts here: for sandboxes of conforms that are gone.
+pub(super) fn kill_marked(marker: &str) -> Vec<LeakedProcess> {
+    let entry = marker_entry(marker);
+    let own_pid = procfs::me().pid;
+    let mut catch = Catch::default();
+    for _ in 0..MAX_PASSES {
+        let mut new = false;
+        for pid in procfs::pids().into_iter().filter(|pid| *pid != own_pid) {
+            let Some(stat) = procfs::stat(pid).filter(|s| !s.is_gone()) else { continue };
+            if procfs::environ(pid).is_some_and(|env| procfs::has_entry(&env, &entry)) {
+                new |= catch.take(pid, &stat, FoundBy::Marker, true);
+            }
+        }
+        if !new && catch.all_gone() {
+            break;
+        }
+        std::thread::sleep(PASS_PAUSE);
+    }
+    catch.found
+}

@@ -586,3 +586,64 @@ fn an_interrupted_conform_leaves_no_env_cleared_grandchild(#[case] isolation: &s
     assert_eq!(run.left_in_tmp(), Vec::<PathBuf>::new(), "sandboxes left");
     assert_eq!(run_groups_of(child.id()), Vec::<PathBuf>::new(), "cgroups left");
 }
+
+/// SIGKILL leaves conform's sandboxes (and, with cgroups, the grandchildren in its run group)
+/// behind; the next run removes the sandboxes of the dead conform, kills what its cgroups
+/// still held, and says so; a sandbox of a live conform (this test's) stays.
+#[test]
+fn the_next_run_removes_what_a_killed_conform_left() {
+    let tag = unique_digits();
+    let argv = grandchild(&tag);
+    let _guard = KillOnDrop(argv.clone());
+    let run = RunDir::new(&tag);
+    // For a live conform's sandbox below: one owned by this process (a real sandbox's owner
+    // file, the sandbox itself gone: a live one would put the next conform in this process's
+    // cgroup). Made first: this process cleans up stale cgroups too.
+    let owner = {
+        let elsewhere = tempfile::tempdir().unwrap();
+        let real = Sandbox::new_in(elsewhere.path()).unwrap();
+        std::fs::read_to_string(real.root().join(sandbox::OWNER_FILE)).unwrap()
+    };
+    let mut killed = run
+        .conform("auto")
+        .args(["-j", "2"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    assert!(wait_for(&argv, 2) >= 2);
+    let had_cgroups = !run_groups_of(killed.id()).is_empty();
+    // Where this process has cgroups, so had the conform it started.
+    let here = sandbox::isolation();
+    assert_eq!(had_cgroups, matches!(here, sandbox::Isolation::Cgroup { .. }), "{here}");
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    let stale: Vec<PathBuf> = run.left_in_tmp();
+    assert!(!stale.is_empty(), "SIGKILL left no sandbox: nothing to test");
+    let live_root = run.tmp().join("conform-alive1");
+    std::fs::create_dir(&live_root).unwrap();
+    std::fs::write(live_root.join(sandbox::OWNER_FILE), owner).unwrap();
+
+    let out = crate::support::conform()
+        .current_dir(run.dir.path())
+        .env("TMPDIR", run.tmp())
+        .args(["run", "--only", "manifest-valid"])
+        .arg(crate::support::faketool())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(crate::support::code(&out), 0, "{stderr}");
+    for dir in &stale {
+        assert!(!dir.exists(), "{} stayed", dir.display());
+        let line =
+            format!("removed the sandbox {} of conform process {}", dir.display(), killed.id());
+        assert!(stderr.contains(&line), "no line for {}: {stderr}", dir.display());
+    }
+    assert!(live_root.join(sandbox::OWNER_FILE).exists(), "the live conform's sandbox was removed");
+    if had_cgroups {
+        assert!(stderr.contains("removed the cgroup"), "{stderr}");
+        assert_eq!(run_groups_of(killed.id()), Vec::<PathBuf>::new());
+        assert_eq!(processes_running(&argv), Vec::<u32>::new(), "the killed run's leaks live on");
+    }
+    std::fs::remove_dir_all(&live_root).unwrap();
+}

@@ -367,6 +367,121 @@ fn a_kept_sandbox_stays_on_disk() {
     std::fs::remove_dir_all(&root).unwrap();
 }
 
+#[test]
+fn a_sandbox_names_its_owner_and_a_kept_one_does_not() {
+    let sandbox = Sandbox::new().unwrap();
+    let owner = std::fs::read_to_string(sandbox.root().join(sandbox::OWNER_FILE)).unwrap();
+    assert!(owner.contains(&format!("\npid {}\n", std::process::id())), "{owner}");
+    assert!(owner.contains(&format!("\nmarker {}\n", sandbox.marker())), "{owner}");
+    let mut kept = Sandbox::new().unwrap();
+    let root = kept.keep().to_path_buf();
+    assert!(!root.join(sandbox::OWNER_FILE).exists());
+    drop(kept);
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
+/// An owner file like a real sandbox's, with another pid and start time.
+fn owner_file_of(template: &str, pid: u32, start_ticks: u64, marker: &str) -> String {
+    template
+        .lines()
+        .map(|line| match line.split_once(' ') {
+            Some(("pid", _)) => format!("pid {pid}"),
+            Some(("start", _)) => format!("start {start_ticks}"),
+            Some(("marker", _)) => format!("marker {marker}"),
+            _ => line.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+        + "\n"
+}
+
+/// The start time (clock ticks since boot) of a process.
+fn start_ticks_of(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let rest = stat.rsplit_once(')').unwrap().1;
+    rest.split_whitespace().nth(19).unwrap().parse().unwrap()
+}
+
+#[test]
+fn stale_sandboxes_of_gone_conforms_are_removed_and_live_ones_stay() {
+    let parent = tempfile::tempdir().unwrap();
+    let template = {
+        let probe = Sandbox::new().unwrap();
+        std::fs::read_to_string(probe.root().join(sandbox::OWNER_FILE)).unwrap()
+    };
+    let me = std::process::id();
+    let my_start = start_ticks_of(me);
+    // A conform that ran and is gone.
+    let mut gone = std::process::Command::new("true").spawn().unwrap();
+    let gone_pid = gone.id();
+    let gone_start = start_ticks_of(gone_pid);
+    gone.wait().unwrap();
+    // A process carrying the stale sandbox's marker: killed with it.
+    let stale_marker = "ab".repeat(16);
+    let other_marker = "cd".repeat(16);
+    let mut straggler = std::process::Command::new("sleep")
+        .arg("100")
+        .env(MARKER_VAR, &stale_marker)
+        .spawn()
+        .unwrap();
+    let fake = |name: &str, owner: Option<String>| {
+        let dir = parent.path().join(name);
+        std::fs::create_dir_all(dir.join("work")).unwrap();
+        std::fs::write(dir.join("work/evidence"), "x").unwrap();
+        if let Some(text) = owner {
+            std::fs::write(dir.join(sandbox::OWNER_FILE), text).unwrap();
+        }
+        dir
+    };
+    let dead =
+        fake("conform-dead01", Some(owner_file_of(&template, gone_pid, gone_start, &stale_marker)));
+    // This process's pid, but another start time: a pid reused since its conform died.
+    let reused =
+        fake("conform-reuse1", Some(owner_file_of(&template, me, my_start + 1, &other_marker)));
+    let live = fake("conform-live01", Some(owner_file_of(&template, me, my_start, &other_marker)));
+    let unowned = fake("conform-nofile", None);
+    let garbled = fake("conform-garbl1", Some("conform sandbox owner v1\npid x\n".into()));
+    let elsewhere = tempfile::tempdir().unwrap();
+    let target = fake_outside(
+        elsewhere.path(),
+        &owner_file_of(&template, gone_pid, gone_start, &other_marker),
+    );
+    std::os::unix::fs::symlink(&target, parent.path().join("conform-link01")).unwrap();
+
+    let removed = sandbox::remove_stale_sandboxes(parent.path());
+    let mut paths: Vec<_> = removed.iter().map(|r| r.path.clone()).collect();
+    paths.sort();
+    assert_eq!(paths, [dead.clone(), reused.clone()]);
+    let from_dead = removed.iter().find(|r| r.path == dead).unwrap();
+    assert_eq!(from_dead.owner_pid, gone_pid);
+    assert_eq!(from_dead.killed, 1, "{removed:?}");
+    assert!(sandbox::describe_stale(from_dead).contains("conform-dead01"));
+    assert!(!dead.exists() && !reused.exists());
+    for kept in [&live, &unowned, &garbled] {
+        assert!(kept.join("work/evidence").exists(), "{} was removed", kept.display());
+    }
+    assert!(target.join("work/evidence").exists(), "the symbolic link was followed");
+    assert!(parent.path().join("conform-link01").exists());
+    // The straggler was killed (it is this process's child: reap it).
+    let status = straggler.wait().unwrap();
+    assert_eq!(std::os::unix::process::ExitStatusExt::signal(&status), Some(libc::SIGKILL));
+    // A new sandbox in the directory does the same on its own, once.
+    let again =
+        fake("conform-dead02", Some(owner_file_of(&template, gone_pid, gone_start, &other_marker)));
+    let fresh = Sandbox::new_in(parent.path()).unwrap();
+    assert!(!again.exists());
+    assert!(live.exists());
+    drop(fresh);
+}
+
+fn fake_outside(dir: &Path, owner: &str) -> std::path::PathBuf {
+    let target = dir.join("target");
+    std::fs::create_dir_all(target.join("work")).unwrap();
+    std::fs::write(target.join("work/evidence"), "x").unwrap();
+    std::fs::write(target.join(sandbox::OWNER_FILE), owner).unwrap();
+    target
+}
+
 /// Where cgroups are in force, a sandbox's group lives exactly as long as the sandbox, and
 /// conform's run group as long as any sandbox.
 #[test]
