@@ -193,11 +193,24 @@ fn start_reaper() {
         };
         let _ = std::thread::Builder::new().name("conform-reaper".into()).spawn(move || {
             for _ in signals.forever() {
-                let mut st = state();
                 let me = procfs::me().pid;
-                for pid in procfs::pids() {
-                    if let Some(stat) = procfs::stat(pid).filter(|s| s.ppid == me && s.is_dead()) {
-                        reap_if_adopted(&mut st, pid, &stat);
+                // The table is read without the lock; most SIGCHLDs are steps, which their
+                // driver reaps.
+                let zombies: Vec<(u32, Stat)> = procfs::pids()
+                    .into_iter()
+                    .filter_map(|pid| Some((pid, procfs::stat(pid)?)))
+                    .filter(|(_, s)| s.ppid == me && s.is_dead())
+                    .collect();
+                if !zombies.is_empty() {
+                    let mut st = state();
+                    for (pid, seen) in zombies {
+                        // Looked at again under the lock: only its holder reaps an adopted
+                        // zombie, so the pid cannot be freed and reused from here on.
+                        if let Some(stat) = procfs::stat(pid).filter(|s| {
+                            s.start_ticks == seen.start_ticks && s.ppid == me && s.is_dead()
+                        }) {
+                            reap_if_adopted(&mut st, pid, &stat);
+                        }
                     }
                 }
             }
@@ -281,8 +294,25 @@ pub(super) fn enter(marker: &str) {
 /// Forgets an ended sandbox (after its last sweep): conform's threads leave its cgroup, which
 /// is removed; after the last sandbox conform leaves its run group too.
 pub(super) fn unregister(marker: &str) {
-    let mut st = state();
-    let Some(live) = st.live.remove(marker) else { return };
+    let live = {
+        let mut st = state();
+        let Some(live) = st.live.remove(marker) else { return };
+        // In the same breath as it leaves `live`, so that no orphan's start time is judged
+        // without it.
+        let ended_ticks = procfs::uptime_ticks().unwrap_or(u64::MAX);
+        st.ended.push_back(EndedSandbox { created_ticks: live.created_ticks, ended_ticks });
+        while st.ended.len() > ENDED_MEMORY {
+            st.ended.pop_front();
+        }
+        live
+    };
+    ENTERED.with(|e| {
+        let mut entered = e.borrow_mut();
+        if entered.as_deref() == Some(marker) {
+            *entered = None;
+        }
+    });
+    // Moving threads waits for the kernel (an RCU grace period): not under the lock.
     if let Some(group) = &live.group {
         group.release_own_threads();
         for _ in 0..10 {
@@ -293,17 +323,7 @@ pub(super) fn unregister(marker: &str) {
             std::thread::sleep(PASS_PAUSE);
         }
     }
-    let ended_ticks = procfs::uptime_ticks().unwrap_or(u64::MAX);
-    st.ended.push_back(EndedSandbox { created_ticks: live.created_ticks, ended_ticks });
-    while st.ended.len() > ENDED_MEMORY {
-        st.ended.pop_front();
-    }
-    ENTERED.with(|e| {
-        let mut entered = e.borrow_mut();
-        if entered.as_deref() == Some(marker) {
-            *entered = None;
-        }
-    });
+    let mut st = state();
     if st.live.is_empty() {
         if let Some(run) = st.run_group.take() {
             if let Err(error) = run.close() {
@@ -323,7 +343,15 @@ pub(super) fn sweep(marker: &str) -> Vec<LeakedProcess> {
     for _ in 0..MAX_PASSES {
         let new = {
             let mut st = state();
-            pass(&mut st, marker, &entry, &mut mine, &mut of_the_run)
+            if adopting(&st) {
+                // Judging orphans needs the whole state to stand still for the pass.
+                pass(&mut st, marker, &entry, &mut mine, &mut of_the_run)
+            } else {
+                let members =
+                    st.live.get(marker).and_then(|l| l.group.as_ref()).map(|g| g.members());
+                drop(st);
+                exact_pass(&members.unwrap_or_default(), &entry, &mut mine)
+            }
         };
         if !new && mine.all_gone() && of_the_run.all_gone() {
             break;
@@ -334,6 +362,27 @@ pub(super) fn sweep(marker: &str) -> Vec<LeakedProcess> {
     reap_known(&mut st);
     st.unattributed.extend(of_the_run.found);
     mine.found
+}
+
+/// One pass by the cgroup's members and the marker alone (no orphans to judge): nothing of the
+/// shared state is needed, so no lock is held while the process table is read.
+fn exact_pass(members: &[u32], entry: &[u8], mine: &mut Catch) -> bool {
+    let me = procfs::me();
+    let mut new = false;
+    for &pid in members {
+        if let Some(stat) = procfs::stat(pid).filter(|s| !s.is_gone()) {
+            new |= mine.take(pid, &stat, FoundBy::Cgroup, false);
+        }
+    }
+    for pid in procfs::pids().into_iter().filter(|pid| *pid != me.pid) {
+        if !procfs::environ(pid).is_some_and(|env| procfs::has_entry(&env, entry)) {
+            continue;
+        }
+        if let Some(stat) = procfs::stat(pid).filter(|s| !s.is_gone()) {
+            new |= mine.take(pid, &stat, FoundBy::Marker, true);
+        }
+    }
+    new
 }
 
 /// One look at the process table for `marker`'s sandbox; returns whether it caught anything
