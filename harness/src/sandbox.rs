@@ -16,6 +16,7 @@
 //! | `run/` (mode 0700) | `XDG_RUNTIME_DIR`    |                                           |
 //! | `tmp/`            | `TMPDIR`              |                                           |
 //! | `work/`           | (the working directory) | fixtures are copied here               |
+//! | `conform-owner`   |                       | who made the sandbox (see below)          |
 //!
 //! The environment of every step ([`Sandbox::env`]) is built from scratch: those variables,
 //! `PATH` as conform itself got it, `LANG=C.UTF-8`, the extra variables the profile or scenario
@@ -43,15 +44,17 @@
 //!    `PR_SET_CHILD_SUBREAPER`, so every orphan of the tool (a daemon's double fork, a
 //!    grandchild whose parent exited) becomes conform's child instead of init's. An adopted
 //!    orphan is told from a step by its process group and session (a step leads a group of
-//!    its own in conform's session and can never leave it); conform kills it, and reaps it
-//!    (only by pid: the driver reaps its own steps). It is charged to the sandbox whose
-//!    directory it works in, else to the only sandbox alive when it started; when neither
-//!    tells (several sandboxes alive at its start, `-j N`, and it works elsewhere, e.g. a
-//!    daemon that changed to `/`), it is a leak of the run, not of a scenario: killed at once
-//!    and returned by [`end_of_run`] for the caller to report. An orphan that made a process
-//!    group of its own without leaving conform's session looks like a step and is taken only
-//!    while its sandbox is the only one alive (with `-j 1`, always). With `-j 1` every
-//!    adoption is attributed exactly.
+//!    its own in conform's session and can never leave it); conform kills it, and reaps it,
+//!    as init would, at once on SIGCHLD when it ends by itself (only by pid, and never a
+//!    step: the driver reaps its own). It is charged to the sandbox whose directory it works
+//!    in, else to the only sandbox alive when it started; when neither tells (several
+//!    sandboxes alive at its start, `-j N`, and it works elsewhere, e.g. a daemon that changed
+//!    to `/`), it may be a worker another scenario still needs, so it is left alone until
+//!    none of the sandboxes alive at its start lives, then killed as a leak of the run, not of
+//!    a scenario, returned by [`end_of_run`] for the caller to report. An orphan that made a
+//!    process group of its own without leaving conform's session looks like a step and is
+//!    taken only while its sandbox is the only one alive. With `-j 1` every adoption is
+//!    attributed exactly.
 //! 3. **The marker**, always: every process a step starts inherits `CONFORM_SANDBOX=<id>`,
 //!    and any process whose `/proc/<pid>/environ` holds the exact entry is the sandbox's,
 //!    even one no longer descending from conform.
@@ -60,9 +63,11 @@
 //! `CONFORM_ISOLATION=subreaper` ([`ISOLATION_VAR`]) skips cgroups, `=marker` both.
 //! The scan tolerates processes that vanish mid-scan and processes it may not read (another
 //! user's). Limits: a process running as another user is out of reach; with neither cgroups
-//! nor the subreaper, one that cleared its environment is not found; and a tool that has a
-//! service outside conform's tree start something (a system daemon, `systemd-run`, `at`) is
-//! beyond every net.
+//! nor the subreaper, one that cleared its environment is not found; a process that moves
+//! itself to another cgroup (root can) leaves the first net; and what a tool has started by a
+//! service outside conform's tree (a system daemon, `systemd-run`, `at`) is beyond every net.
+//! After a SIGKILL of conform only the cgroup and the marker still find what it left (see
+//! below): orphans that cleared their environment go to init then.
 //!
 //! Dropping a sandbox always sweeps, then removes the directory, unless [`Sandbox::keep`] was
 //! asked: then the directory stays and its path is written to stderr.

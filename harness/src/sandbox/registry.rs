@@ -1,7 +1,8 @@
 //! conform-wide sandbox state: which isolation is in force, the live sandboxes (and recently
 //! ended ones, for attribution), the sweep of one sandbox, the clean-up on interruption and at
-//! the end of the run. One lock guards it all; a sweep holds it for one pass at a time, so no
-//! sandbox can appear (and start a step) in the middle of a pass's judgement.
+//! the end of the run. One lock guards it all; a sweep that judges orphans (as child
+//! subreaper) holds it for one pass at a time, so that no sandbox can appear (and start a step)
+//! in the middle of a pass's judgement. Nothing holds it while waiting for the kernel.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -92,6 +93,9 @@ struct State {
     unattributed: Vec<LeakedProcess>,
     /// Adopted children conform killed, to be reaped once they are zombies.
     reapable: BTreeSet<u32>,
+    /// Sandboxes that left `live` and are still removing their cgroup: the run group closes
+    /// only once none is left.
+    ending: usize,
 }
 
 fn state() -> MutexGuard<'static, State> {
@@ -239,8 +243,11 @@ pub(super) fn register(marker: &str, root: &Path) {
                 Ok(group) => Some(group),
                 Err(error) => {
                     warn_cgroup_failed(&error);
-                    if st.live.is_empty() {
+                    if st.live.is_empty() && st.ending == 0 {
                         // Nothing depends on the cgroups yet: leave them for good.
+                        if let Some(run) = st.run_group.take() {
+                            let _ = run.close();
+                        }
                         st.isolation = Some(become_subreaper(error));
                     } else if nix::sys::prctl::set_child_subreaper(true).is_ok() {
                         start_reaper();
@@ -304,6 +311,7 @@ pub(super) fn unregister(marker: &str) {
         while st.ended.len() > ENDED_MEMORY {
             st.ended.pop_front();
         }
+        st.ending += 1;
         live
     };
     ENTERED.with(|e| {
@@ -324,7 +332,8 @@ pub(super) fn unregister(marker: &str) {
         }
     }
     let mut st = state();
-    if st.live.is_empty() {
+    st.ending = st.ending.saturating_sub(1);
+    if st.live.is_empty() && st.ending == 0 {
         if let Some(run) = st.run_group.take() {
             if let Err(error) = run.close() {
                 warn_cgroup_failed(&error);
