@@ -338,6 +338,16 @@ fn run_command(args: &RunArgs, started: Instant) -> Result<u8, ArgError> {
         }
     };
     let results = engine.run_plan(&planned, jobs, &events, &finish);
+    // Orphans no single scenario could be charged with (`-j` without cgroups): killed now,
+    // and said, since no scenario's findings can hold them.
+    for leak in crate::sandbox::end_of_run() {
+        eprintln!(
+            "conform: process {} of the tool outlived every scenario (found {:?}; killed now): {}",
+            leak.pid,
+            leak.found_by,
+            leak.cmdline.join(" ")
+        );
+    }
     // Interrupted: the watcher has stopped the tool's processes; the report still comes, with
     // what finished, marked partial, before conform exits 130.
     let interrupted = crate::interrupt::wait_for_clean_up();

@@ -3,20 +3,19 @@
 //!
 //! Every step runs in its own process group, so a terminal's Ctrl-C reaches conform but not
 //! the tool. Each live sandbox is therefore registered here (its marker and directory); when a
-//! signal arrives, a watcher thread kills every process carrying a registered marker, removes
-//! the directories (kept ones aside) and says so on stderr; the run then writes its report of
-//! what finished (partial: `CANCELLED` in `--format json`, marked in JUnit and Markdown), and
-//! conform exits with [`INTERRUPTED`] (the shell's 128 + SIGINT), within [`REPORT_GRACE`]
-//! even when the report does not come.
+//! signal arrives, a watcher thread kills every process of the tool (those carrying a
+//! registered marker, those in a sandbox's cgroup, and, as child subreaper, every orphan
+//! conform adopted: see [`crate::sandbox`]), removes the directories (kept ones aside) and
+//! conform's cgroups, and says so on stderr; the run then writes its report of what finished
+//! (partial: `CANCELLED` in `--format json`, marked in JUnit and Markdown), and conform exits
+//! with [`INTERRUPTED`] (the shell's 128 + SIGINT), within [`REPORT_GRACE`] even when the
+//! report does not come.
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
-
-use nix::sys::signal::{Signal, kill, killpg};
-use nix::unistd::Pid;
 
 use crate::sandbox;
 
@@ -127,31 +126,23 @@ static REPORTED: AtomicBool = AtomicBool::new(false);
 /// [`gate`] just before the signal shows its marker once its program is loaded).
 const QUIET_SCANS: usize = 4;
 
-/// Stops the runner from starting processes, kills every process of every live sandbox until
-/// several scans in a row find none, and removes the directories; returns how many processes
-/// it killed.
+/// Stops the runner from starting processes, kills every process of every live sandbox (those
+/// in its cgroup or carrying its marker, and every orphan conform adopted: see
+/// [`crate::sandbox`]) until several scans in a row find none, removes the directories and
+/// conform's cgroups; returns how many processes it killed.
 pub fn clean_up() -> usize {
     STOPPING.store(true, Ordering::SeqCst);
     let mut found = 0;
     let mut quiet = 0;
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
     while quiet < QUIET_SCANS && std::time::Instant::now() < deadline {
-        let live = live().lock().unwrap_or_else(PoisonError::into_inner).clone();
-        let procs: Vec<_> = live.keys().flat_map(|marker| sandbox::scan(marker)).collect();
-        if procs.is_empty() {
-            quiet += 1;
-        } else {
-            quiet = 0;
-            found += procs.len();
-            let own_group = nix::unistd::getpgrp();
-            for p in procs {
-                let _ =
-                    kill(Pid::from_raw(i32::try_from(p.pid).unwrap_or(i32::MAX)), Signal::SIGKILL);
-                if let Some(group) = p.pgid.and_then(|g| i32::try_from(g).ok()).map(Pid::from_raw)
-                    && group != own_group
-                {
-                    let _ = killpg(group, Signal::SIGKILL);
-                }
+        let markers: Vec<String> =
+            live().lock().unwrap_or_else(PoisonError::into_inner).keys().cloned().collect();
+        match sandbox::kill_everything(&markers) {
+            0 => quiet += 1,
+            killed => {
+                quiet = 0;
+                found += killed;
             }
         }
         std::thread::sleep(std::time::Duration::from_millis(50));
@@ -160,5 +151,6 @@ pub fn clean_up() -> usize {
     for root in live.values().flatten() {
         let _ = std::fs::remove_dir_all(root);
     }
+    sandbox::release_everything();
     found
 }

@@ -72,8 +72,12 @@
 //!    calibrated values, and hands observations to [`checks`], pure functions that return
 //!    findings. After the steps every job seen is cancelled.
 //! 6. [`run`]: the engine, which only schedules (`-j N`) and takes each scenario through the
-//!    stages, then sweeps its sandbox: a process still carrying the marker is a
-//!    `leaked-process` finding.
+//!    stages, then sweeps its sandbox: a process of the scenario still running (in its cgroup
+//!    where cgroups v2 are writable, carrying its marker, or an orphan conform adopted as child
+//!    subreaper and charged to it, even one that cleared its environment and left the session)
+//!    is a `leaked-process` finding, and killed. Sandboxes and cgroups that a conform killed
+//!    with SIGKILL left behind are removed by the next run, which says so on stderr; a live
+//!    conform's are never touched.
 //! 7. [`levels`] and [`summary`]: the spec's level claims and the kit's checks, then counts,
 //!    verdicts, coverage and conform's exit code, computed once for every reporter.
 //! 8. [`event`] and [`report`]: one event stream, several reporters; [`baseline`] and
@@ -324,7 +328,7 @@
 //! `continue-loop` (the hop limit was reached), `shell` (a `shell` step failed),
 //! `missing-command` (no `continue_command` / `cancel_command` to run), `stream-signal` (a
 //! stream ended before its signal was sent), `stream-deadline` (a stream killed at its
-//! deadline), `kill-worker` (no worker found) and `leaked-process` (a marked process outlived the scenario and its cancels).
+//! deadline), `kill-worker` (no worker found) and `leaked-process` (a process of the scenario outlived it and its cancels; see [`sandbox`] for how they are found).
 //!
 //! ## Calibrated comparison and redaction
 //!

@@ -16,6 +16,7 @@
 //! | `run/` (mode 0700) | `XDG_RUNTIME_DIR`    |                                           |
 //! | `tmp/`            | `TMPDIR`              |                                           |
 //! | `work/`           | (the working directory) | fixtures are copied here               |
+//! | `conform-owner`   |                       | who made the sandbox (see below)          |
 //!
 //! The environment of every step ([`Sandbox::env`]) is built from scratch: those variables,
 //! `PATH` as conform itself got it, `LANG=C.UTF-8`, the extra variables the profile or scenario
@@ -25,20 +26,61 @@
 //!
 //! # Leaks
 //!
-//! Every process a scenario starts, and every descendant of those, inherits the marker. When
-//! the scenario is over, [`Sandbox::sweep`] scans `/proc/<pid>/environ` of every process for the
-//! exact marker entry, SIGKILLs each one found and its process group (never conform's own), and
-//! returns them as [`LeakedProcess`] facts, so that the caller can report a leak as a finding.
-//! The scan tolerates processes that vanish mid-scan and processes it may not read (another
-//! user's); it repeats until a pass finds nothing new, so a process that forks while being
-//! killed is caught too.
+//! When the scenario is over, [`Sandbox::sweep`] finds every process the scenario left
+//! running, SIGKILLs it (and, for a marked one, its process group; never conform's own) and
+//! returns it as a [`LeakedProcess`] fact, so that the caller can report a leak as a finding.
+//! The sweep repeats until a pass finds nothing new and everything caught is gone, so a
+//! process that forks while being killed is caught too. Three nets, each noted in
+//! [`LeakedProcess::found_by`]:
 //!
-//! Limits: a process that rewrote or cleared its own environment block (rare; some daemons do
-//! it to change their title), or one that runs under another user and is unreadable, cannot be
-//! recognised this way and is not found.
+//! 1. **A cgroup per sandbox**, where cgroups v2 are available (the unified hierarchy is
+//!    mounted and conform may create groups in its own: typically as root). The thread that
+//!    creates a sandbox (or calls [`Sandbox::enter`], or builds a step with
+//!    [`Sandbox::invocation`]) sits in the sandbox's threaded cgroup, so every process it
+//!    starts, and every descendant of those, however detached (setsid, double fork, a cleared
+//!    environment), is in that cgroup, and is attributed to that sandbox exactly, with any
+//!    number of scenarios at once (`-j N`). See `cgroup.rs` for the layout.
+//! 2. **Child subreaper**, where cgroups are not available: conform marks itself with
+//!    `PR_SET_CHILD_SUBREAPER`, so every orphan of the tool (a daemon's double fork, a
+//!    grandchild whose parent exited) becomes conform's child instead of init's. An adopted
+//!    orphan is told from a step by its process group and session (a step leads a group of
+//!    its own in conform's session and can never leave it); conform kills it, and reaps it,
+//!    as init would, at once on SIGCHLD when it ends by itself (only by pid, and never a
+//!    step: the driver reaps its own). It is charged to the sandbox whose directory it works
+//!    in, else to the only sandbox alive when it started; when neither tells (several
+//!    sandboxes alive at its start, `-j N`, and it works elsewhere, e.g. a daemon that changed
+//!    to `/`), it may be a worker another scenario still needs, so it is left alone until
+//!    none of the sandboxes alive at its start lives, then killed as a leak of the run, not of
+//!    a scenario, returned by [`end_of_run`] for the caller to report. An orphan that made a
+//!    process group of its own without leaving conform's session looks like a step and is
+//!    taken only while its sandbox is the only one alive. With `-j 1` every adoption is
+//!    attributed exactly.
+//! 3. **The marker**, always: every process a step starts inherits `CONFORM_SANDBOX=<id>`,
+//!    and any process whose `/proc/<pid>/environ` holds the exact entry is the sandbox's,
+//!    even one no longer descending from conform.
+//!
+//! [`isolation`] says which of the first two is in force (for a note of the run);
+//! `CONFORM_ISOLATION=subreaper` ([`ISOLATION_VAR`]) skips cgroups, `=marker` both.
+//! The scan tolerates processes that vanish mid-scan and processes it may not read (another
+//! user's). Limits: a process running as another user is out of reach; with neither cgroups
+//! nor the subreaper, one that cleared its environment is not found; a process that moves
+//! itself to another cgroup (root can) leaves the first net; and what a tool has started by a
+//! service outside conform's tree (a system daemon, `systemd-run`, `at`) is beyond every net.
+//! After a SIGKILL of conform only the cgroup and the marker still find what it left (see
+//! below): orphans that cleared their environment go to init then.
 //!
 //! Dropping a sandbox always sweeps, then removes the directory, unless [`Sandbox::keep`] was
 //! asked: then the directory stays and its path is written to stderr.
+//!
+//! # Stale sandboxes
+//!
+//! A conform killed with SIGKILL leaves its sandboxes (and cgroups) behind. Every sandbox
+//! holds an owner file ([`OWNER_FILE`]: conform's pid and start time, so a reused pid does
+//! not pass for the owner). The first sandbox a conform makes in a directory removes there
+//! every sandbox whose owner is gone, after killing what still carries its marker, and says
+//! so on stderr ([`remove_stale_sandboxes`] does it on demand); run groups of conforms that
+//! are gone are removed likewise, their processes killed. A sandbox of a live conform, a kept
+//! one, or one without an owner file is never touched.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::{OsStr, OsString};
@@ -50,12 +92,24 @@ use std::time::Duration;
 
 use crate::exec::{self, Invocation, Outcome, Program, Termination};
 
+mod cgroup;
+mod procfs;
+mod registry;
+mod stale;
 mod sweep;
 
-pub use sweep::{LeakedProcess, scan};
+pub use cgroup::Unavailable as CgroupUnavailable;
+pub use registry::{Isolation, end_of_run, isolation};
+pub(crate) use registry::{kill_everything, release_everything};
+pub use stale::{OWNER_FILE, StaleSandbox, describe as describe_stale, remove_stale_sandboxes};
+pub use sweep::{FoundBy, LeakedProcess, scan};
 
 /// The name of the marker variable every step's environment carries.
 pub const MARKER_VAR: &str = "CONFORM_SANDBOX";
+
+/// The variable that chooses the isolation: unset (or `auto`) for cgroups where available,
+/// `subreaper` to skip cgroups, `marker` to rely on the marker alone (see [`Isolation`]).
+pub const ISOLATION_VAR: &str = "CONFORM_ISOLATION";
 
 /// `PATH` given to steps when conform itself has none.
 pub const FALLBACK_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
@@ -113,9 +167,12 @@ impl Sandbox {
         Self::new_in(std::env::temp_dir())
     }
 
-    /// A fresh sandbox under `parent`.
+    /// A fresh sandbox under `parent`. The first one in a directory first removes the stale
+    /// sandboxes there (see the module docs). The calling thread moves into the sandbox's
+    /// cgroup, when there are cgroups: the steps it starts are the sandbox's.
     pub fn new_in(parent: impl AsRef<Path>) -> Result<Self, SandboxError> {
         let parent = parent.as_ref();
+        stale::remove_stale_once(parent);
         let dir = tempfile::Builder::new()
             .prefix("conform-")
             .tempdir_in(parent)
@@ -144,6 +201,9 @@ impl Sandbox {
         let runtime = sandbox.runtime_dir();
         fs::set_permissions(&runtime, fs::Permissions::from_mode(0o700))
             .map_err(io_error(format!("restrict {}", runtime.display())))?;
+        stale::write_owner(&sandbox.root, &sandbox.marker)
+            .map_err(io_error(format!("write the owner file of {}", sandbox.root.display())))?;
+        registry::register(&sandbox.marker, &sandbox.root);
         Ok(sandbox)
     }
 
@@ -234,9 +294,19 @@ impl Sandbox {
     }
 
     /// A step in this sandbox: its environment, `work/` as the working directory, and the
-    /// defaults of [`Invocation::new`] (stdin closed).
+    /// defaults of [`Invocation::new`] (stdin closed). Like [`Sandbox::enter`], puts the calling
+    /// thread in the sandbox's cgroup: run the step from this thread.
     pub fn invocation(&self, program: Program) -> Invocation {
+        self.enter();
         Invocation::new(program, self.env(), self.work())
+    }
+
+    /// Puts the calling thread in the sandbox's cgroup (when there are cgroups), so that the
+    /// processes it starts from now on are this sandbox's. [`Sandbox::new`] does it for the
+    /// thread that creates the sandbox; a thread that runs steps of several sandboxes in turn,
+    /// or steps built without [`Sandbox::invocation`], calls it before each sandbox's steps.
+    pub fn enter(&self) {
+        registry::enter(&self.marker);
     }
 
     /// Copies a fixture file or directory (recursively) to `dest`, a path relative to `work/`
@@ -287,22 +357,28 @@ impl Sandbox {
     }
 
     /// Keeps the directory when the sandbox is dropped (for `--keep` and debugging); returns
-    /// its path. Leaked processes are still killed.
+    /// its path. Leaked processes are still killed. A kept sandbox has no owner file, so no
+    /// later run takes it for a stale one.
     pub fn keep(&mut self) -> &Path {
+        if !self.keep {
+            stale::forget_owner(&self.root);
+        }
         self.keep = true;
         &self.root
     }
 
-    /// Finds, kills and returns every process still carrying this sandbox's marker (see the
-    /// module docs). conform itself is never included.
+    /// Finds, kills and returns every process of this sandbox still running: in its cgroup,
+    /// carrying its marker, or adopted and attributed to it (see the module docs). conform
+    /// itself, and its other sandboxes' processes, are never included.
     pub fn sweep(&self) -> Vec<LeakedProcess> {
-        sweep::sweep(&self.marker)
+        registry::sweep(&self.marker)
     }
 }
 
 impl Drop for Sandbox {
     fn drop(&mut self) {
         let _ = self.sweep();
+        registry::unregister(&self.marker);
         if self.keep {
             if let Some(dir) = self.dir.take() {
                 let kept = dir.keep();

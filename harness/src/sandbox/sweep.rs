@@ -1,27 +1,38 @@
-//! Finding (and killing) processes by the sandbox marker in their environment, through `/proc`.
-//!
-//! Everything read from `/proc` may vanish between two reads (the process exits) or be
-//! unreadable (another user's process): such a process is skipped, never an error.
+//! Leaked processes: what conform reports of each, finding them by the sandbox marker, and
+//! killing them without ever hitting a process that merely reused a pid.
 
-use std::fs;
 use std::time::Duration;
 
 use nix::sys::signal::{Signal, kill, killpg};
-use nix::unistd::{Pid, getpgrp};
+use nix::unistd::Pid;
 
 use super::MARKER_VAR;
-
-/// The kernel's clock ticks per second in `/proc/<pid>/stat` (USER_HZ): fixed at 100 by the
-/// Linux ABI on every architecture conform runs on.
-const USER_HZ: u64 = 100;
+use super::procfs::{self, Stat};
 
 /// At most this many scan-and-kill passes per sweep.
-const MAX_PASSES: usize = 20;
+pub(super) const MAX_PASSES: usize = 20;
 
 /// Pause between passes, so that killed processes are gone before the next look.
-const PASS_PAUSE: Duration = Duration::from_millis(20);
+pub(super) const PASS_PAUSE: Duration = Duration::from_millis(20);
 
-/// A process that still carried a sandbox's marker.
+/// How a leaked process was found (and so how sure its attribution to the sandbox is).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FoundBy {
+    /// It carried the sandbox's marker variable.
+    Marker,
+    /// It was in the sandbox's cgroup: started, however indirectly, by one of its steps.
+    Cgroup,
+    /// An orphan conform adopted as child subreaper, working in the sandbox's directory.
+    OrphanInSandbox,
+    /// An orphan conform adopted as child subreaper, started while this sandbox was the only
+    /// one alive.
+    OrphanStartedAlone,
+    /// An orphan conform adopted as child subreaper that cannot be told to one sandbox (it
+    /// started while several were alive, and works elsewhere): a leak of the run.
+    OrphanOfTheRun,
+}
+
+/// A process that outlived its scenario.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LeakedProcess {
     /// Its process id.
@@ -32,113 +43,114 @@ pub struct LeakedProcess {
     pub cmdline: Vec<String>,
     /// How long it had been running when it was found, when it could be read.
     pub age: Option<Duration>,
+    /// How it was found.
+    pub found_by: FoundBy,
     /// Its start time in clock ticks since boot: with the pid, the identity of a process.
     start_ticks: Option<u64>,
+}
+
+impl LeakedProcess {
+    fn observe(pid: u32, stat: Option<&Stat>, found_by: FoundBy) -> Self {
+        LeakedProcess {
+            pid,
+            pgid: stat.map(|s| s.pgid),
+            cmdline: procfs::cmdline(pid),
+            age: stat.and_then(|s| procfs::age(s.start_ticks)),
+            found_by,
+            start_ticks: stat.map(|s| s.start_ticks),
+        }
+    }
+
+    fn is(&self, pid: u32, stat: &Stat) -> bool {
+        self.pid == pid && self.start_ticks == Some(stat.start_ticks)
+    }
+}
+
+/// `CONFORM_SANDBOX=<marker>`, as it appears in an environment block.
+pub(super) fn marker_entry(marker: &str) -> Vec<u8> {
+    format!("{MARKER_VAR}={marker}").into_bytes()
 }
 
 /// Finds every process (conform itself excluded) whose environment holds
 /// `CONFORM_SANDBOX=<marker>`, without touching them.
 pub fn scan(marker: &str) -> Vec<LeakedProcess> {
-    let entry = format!("{MARKER_VAR}={marker}");
-    let own_pid = std::process::id();
-    let Ok(proc_dir) = fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    let uptime = read_uptime();
-    let mut found = Vec::new();
-    for dir_entry in proc_dir.flatten() {
-        let Some(pid) = dir_entry.file_name().to_str().and_then(|name| name.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        if pid == own_pid {
-            continue;
-        }
-        let Ok(environ) = fs::read(format!("/proc/{pid}/environ")) else {
-            continue;
-        };
-        if !environ.split(|byte| *byte == 0).any(|variable| variable == entry.as_bytes()) {
-            continue;
-        }
-        let stat = read_stat(pid);
-        let cmdline = fs::read(format!("/proc/{pid}/cmdline"))
-            .map(|raw| {
-                raw.split(|byte| *byte == 0)
-                    .filter(|arg| !arg.is_empty())
-                    .map(|arg| String::from_utf8_lossy(arg).into_owned())
-                    .collect()
-            })
-            .unwrap_or_default();
-        let age = match (uptime, stat.map(|s| s.start_ticks)) {
-            (Some(up), Some(ticks)) => {
-                up.checked_sub(Duration::from_millis(ticks.saturating_mul(1000) / USER_HZ))
-            }
-            _ => None,
-        };
-        found.push(LeakedProcess {
-            pid,
-            pgid: stat.map(|s| s.pgid),
-            cmdline,
-            age,
-            start_ticks: stat.map(|s| s.start_ticks),
-        });
-    }
-    found
+    let entry = marker_entry(marker);
+    let own_pid = procfs::me().pid;
+    procfs::pids()
+        .into_iter()
+        .filter(|pid| *pid != own_pid)
+        .filter(|pid| procfs::environ(*pid).is_some_and(|env| procfs::has_entry(&env, &entry)))
+        .map(|pid| LeakedProcess::observe(pid, procfs::stat(pid).as_ref(), FoundBy::Marker))
+        .collect()
 }
 
-/// Scans, SIGKILLs every process found and its process group (never conform's own group),
-/// and repeats until a pass finds nothing; returns each process found once.
-pub(super) fn sweep(marker: &str) -> Vec<LeakedProcess> {
-    let own_group = getpgrp();
-    let mut leaked: Vec<LeakedProcess> = Vec::new();
+/// The processes one sweep has caught: each reported once, each killed as often as it is seen
+/// (until it is gone).
+#[derive(Debug, Default)]
+pub(super) struct Catch {
+    pub(super) found: Vec<LeakedProcess>,
+}
+
+impl Catch {
+    /// Records (when new) and SIGKILLs a process; with `group_too` its process group as well
+    /// (never conform's own). Returns whether it was new.
+    pub(super) fn take(
+        &mut self,
+        pid: u32,
+        stat: &Stat,
+        found_by: FoundBy,
+        group_too: bool,
+    ) -> bool {
+        let new = !self.found.iter().any(|p| p.is(pid, stat));
+        if new {
+            // Its command line first: once killed, it has none.
+            self.found.push(LeakedProcess::observe(pid, Some(stat), found_by));
+        }
+        kill_exactly(pid, stat.start_ticks);
+        if group_too && stat.pgid > 1 && stat.pgid != procfs::me().pgid {
+            if let Ok(group) = i32::try_from(stat.pgid) {
+                // ESRCH (already gone) or EPERM (not ours to kill) change nothing.
+                let _ = killpg(Pid::from_raw(group), Signal::SIGKILL);
+            }
+        }
+        new
+    }
+
+    /// Whether every process caught has exited (a zombie has).
+    pub(super) fn all_gone(&self) -> bool {
+        self.found.iter().all(|p| {
+            procfs::stat(p.pid).is_none_or(|s| s.is_gone() || Some(s.start_ticks) != p.start_ticks)
+        })
+    }
+}
+
+/// SIGKILLs `pid` if it is still the process that started at `start_ticks` (a pid freed and
+/// reused since it was read is somebody else's).
+pub(super) fn kill_exactly(pid: u32, start_ticks: u64) {
+    let Ok(raw) = i32::try_from(pid) else { return };
+    if procfs::stat(pid).is_some_and(|s| s.start_ticks == start_ticks) {
+        let _ = kill(Pid::from_raw(raw), Signal::SIGKILL);
+    }
+}
+
+/// Kills every process carrying `marker` (and its group), pass after pass until none is left;
+/// returns each once. Only the marker counts here: for sandboxes of conforms that are gone.
+pub(super) fn kill_marked(marker: &str) -> Vec<LeakedProcess> {
+    let entry = marker_entry(marker);
+    let own_pid = procfs::me().pid;
+    let mut catch = Catch::default();
     for _ in 0..MAX_PASSES {
-        let alive = scan(marker);
-        if alive.is_empty() {
+        let mut new = false;
+        for pid in procfs::pids().into_iter().filter(|pid| *pid != own_pid) {
+            let Some(stat) = procfs::stat(pid).filter(|s| !s.is_gone()) else { continue };
+            if procfs::environ(pid).is_some_and(|env| procfs::has_entry(&env, &entry)) {
+                new |= catch.take(pid, &stat, FoundBy::Marker, true);
+            }
+        }
+        if !new && catch.all_gone() {
             break;
-        }
-        for process in &alive {
-            let Ok(raw_pid) = i32::try_from(process.pid) else {
-                continue;
-            };
-            // ESRCH (already gone) or EPERM (not ours to kill) change nothing.
-            let _ = kill(Pid::from_raw(raw_pid), Signal::SIGKILL);
-            if let Some(group) = process.pgid.and_then(|g| i32::try_from(g).ok()) {
-                if group > 1 && Pid::from_raw(group) != own_group {
-                    let _ = killpg(Pid::from_raw(group), Signal::SIGKILL);
-                }
-            }
-        }
-        for process in alive {
-            let seen =
-                leaked.iter().any(|p| p.pid == process.pid && p.start_ticks == process.start_ticks);
-            if !seen {
-                leaked.push(process);
-            }
         }
         std::thread::sleep(PASS_PAUSE);
     }
-    leaked
-}
-
-/// The fields of `/proc/<pid>/stat` conform needs.
-#[derive(Debug, Clone, Copy)]
-struct Stat {
-    pgid: u32,
-    start_ticks: u64,
-}
-
-fn read_stat(pid: u32) -> Option<Stat> {
-    let raw = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name (field 2) is in parentheses and may hold spaces or parentheses itself:
-    // the fields that follow start after the last ')'.
-    let rest = raw.get(raw.rfind(')')? + 1..)?;
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // `rest` starts at field 3 (state): pgrp is field 5, starttime field 22.
-    Some(Stat { pgid: fields.get(2)?.parse().ok()?, start_ticks: fields.get(19)?.parse().ok()? })
-}
-
-fn read_uptime() -> Option<Duration> {
-    let raw = fs::read_to_string("/proc/uptime").ok()?;
-    let seconds: f64 = raw.split_whitespace().next()?.parse().ok()?;
-    Duration::try_from_secs_f64(seconds).ok()
+    catch.found
 }

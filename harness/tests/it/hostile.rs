@@ -10,7 +10,9 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use conform::exec::{self, Graces, Invocation, Outcome, Program, StdinMode, Termination};
-use conform::sandbox::{self, Sandbox};
+use conform::sandbox::{self, FoundBy, Sandbox};
+
+use crate::sandbox::{KillOnDrop, processes_running, unique_digits};
 
 /// A bound that no correct run comes near, however loaded the machine.
 const SLACK: Duration = Duration::from_secs(10);
@@ -212,4 +214,436 @@ fn a_tool_dying_of_sigkill_is_reported_as_signaled() {
     let outcome = run(&sandbox, "sigkill-self.sh", Duration::from_secs(30));
     assert_eq!(outcome.termination, Termination::Signaled(libc::SIGKILL));
     assert_nothing_left(&sandbox);
+}
+
+// A grandchild that clears its environment (no marker), leaves the session, ignores SIGTERM
+// and holds the step's pipes: `env-cleared-grandchild.sh`.
+
+/// The grandchild's command line for a tag.
+fn grandchild(tag: &str) -> String {
+    format!("sleep 401.{tag}")
+}
+
+/// Waits (a bounded while) until at least `count` processes run `argv`; returns how many do.
+fn wait_for(argv: &str, count: usize) -> usize {
+    let deadline = Instant::now() + SLACK * 3;
+    loop {
+        let running = processes_running(argv).len();
+        if running >= count || Instant::now() >= deadline {
+            return running;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Runs the hostile tool's `greet` in `sandbox`; checks it answered and held the pipes.
+fn run_env_cleared(sandbox: &Sandbox, tag: &str) {
+    let mut inv = invocation(sandbox, "env-cleared-grandchild.sh", Duration::from_secs(30));
+    inv.program = Program::argv([fixture("env-cleared-grandchild.sh"), "greet".into()]);
+    inv.env.insert("HOSTILE_TAG".into(), tag.into());
+    let graces = Graces { kill: Duration::from_millis(500), pipes: Duration::from_millis(500) };
+    let began = Instant::now();
+    let outcome = exec::run_with(&inv, graces).unwrap();
+    assert!(began.elapsed() < SLACK, "the held pipes held the driver");
+    assert_eq!(outcome.termination, Termination::Exited(0), "{outcome:?}");
+    assert!(String::from_utf8_lossy(&outcome.stdout.bytes).contains("hello world"));
+    assert_eq!(outcome.pipes_closed_after, None, "the grandchild holds the pipes");
+}
+
+#[test]
+fn a_grandchild_that_cleared_its_environment_is_found_and_killed() {
+    let tag = unique_digits();
+    let argv = grandchild(&tag);
+    let _guard = KillOnDrop(argv.clone());
+    let sandbox = Sandbox::new().unwrap();
+    run_env_cleared(&sandbox, &tag);
+    assert_eq!(wait_for(&argv, 1), 1);
+    // The marker alone cannot see it: its environment is empty.
+    assert!(!sandbox::scan(sandbox.marker()).iter().any(|p| p.cmdline.join(" ") == argv));
+    let leaked = sandbox.sweep();
+    let caught: Vec<_> = leaked.iter().filter(|p| p.cmdline.join(" ") == argv).collect();
+    assert_eq!(caught.len(), 1, "{leaked:?}");
+    assert_ne!(caught[0].found_by, FoundBy::Marker);
+    assert_eq!(processes_running(&argv), Vec::<u32>::new(), "left after the sweep");
+    assert_nothing_left(&sandbox);
+}
+
+/// A step still running in one sandbox is never taken for a leak of another, even with its
+/// environment cleared (it looks like nothing but a child of conform then).
+#[test]
+fn a_live_step_of_another_sandbox_is_never_swept() {
+    let tag = unique_digits();
+    let argv = format!("sleep 403.{tag}");
+    let _guard = KillOnDrop(argv.clone());
+    let sweeping = Sandbox::new().unwrap();
+    let running = Sandbox::new().unwrap();
+    let step =
+        exec::spawn(&running.invocation(Program::Shell(format!("exec env -i {argv}")))).unwrap();
+    assert_eq!(wait_for(&argv, 1), 1);
+    sweeping.enter();
+    assert!(sweeping.sweep().is_empty());
+    assert_eq!(processes_running(&argv).len(), 1, "the other sandbox's step was killed");
+    drop(step);
+    drop(running);
+    assert_eq!(processes_running(&argv), Vec::<u32>::new());
+}
+
+/// Runs this very test again in a fresh process of the test binary with
+/// `CONFORM_ISOLATION=subreaper` (the choice is made once per process), so that the fallback
+/// to a child subreaper is tested wherever cgroups are there too. Returns `true` inside that
+/// process, where the body runs.
+fn as_subreaper(test: &str) -> bool {
+    const INSIDE: &str = "CONFORM_TEST_AS_SUBREAPER";
+    if std::env::var_os(INSIDE).is_some() {
+        let isolation = sandbox::isolation();
+        assert!(matches!(isolation, sandbox::Isolation::Subreaper { .. }), "{isolation}");
+        return true;
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", test, "--nocapture", "--test-threads", "1"])
+        .env(INSIDE, "1")
+        .env(sandbox::ISOLATION_VAR, "subreaper")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("1 passed"), "the test did not run: {stdout}\n{stderr}");
+    false
+}
+
+/// Zombie children of this process: adopted orphans that were killed but never reaped.
+fn zombie_children() -> Vec<u32> {
+    let me = std::process::id().to_string();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+                let fields: Vec<&str> =
+                    stat.rsplit_once(')').map_or("", |(_, r)| r).split_whitespace().collect();
+                fields.first() == Some(&"Z") && fields.get(1) == Some(&me.as_str())
+            })
+        })
+        .collect()
+}
+
+#[test]
+fn as_subreaper_an_env_cleared_grandchild_is_adopted_charged_and_reaped() {
+    if !as_subreaper(
+        "hostile::as_subreaper_an_env_cleared_grandchild_is_adopted_charged_and_reaped",
+    ) {
+        return;
+    }
+    let tag = unique_digits();
+    let argv = grandchild(&tag);
+    let _guard = KillOnDrop(argv.clone());
+    let sandbox = Sandbox::new().unwrap();
+    run_env_cleared(&sandbox, &tag);
+    assert_eq!(wait_for(&argv, 1), 1);
+    let leaked = sandbox.sweep();
+    let caught: Vec<_> = leaked.iter().filter(|p| p.cmdline.join(" ") == argv).collect();
+    assert_eq!(caught.len(), 1, "{leaked:?}");
+    // It works in the sandbox's directory.
+    assert_eq!(caught[0].found_by, FoundBy::OrphanInSandbox);
+    assert_eq!(processes_running(&argv), Vec::<u32>::new());
+    assert_eq!(zombie_children(), Vec::<u32>::new(), "killed orphans were not reaped");
+    drop(sandbox);
+    assert!(sandbox::end_of_run().is_empty());
+}
+
+/// An orphan that ends on its own is reaped at once, without waiting for a sweep: a tool that
+/// asks whether its worker still runs must not see a zombie of conform's.
+#[test]
+fn as_subreaper_an_orphan_that_ends_is_reaped_at_once() {
+    if !as_subreaper("hostile::as_subreaper_an_orphan_that_ends_is_reaped_at_once") {
+        return;
+    }
+    let sandbox = Sandbox::new().unwrap();
+    let line = "setsid sh -c 'sleep 0.3' </dev/null >/dev/null 2>&1 & echo $!";
+    let outcome = exec::run(&sandbox.invocation(Program::Shell(line.to_owned()))).unwrap();
+    let pid: u32 = String::from_utf8_lossy(&outcome.stdout.bytes).trim().parse().unwrap();
+    let parent_of = |pid: u32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).ok().and_then(|stat| {
+            stat.rsplit_once(')')?.1.split_whitespace().nth(1)?.parse::<u32>().ok()
+        })
+    };
+    // It became this process's child when its parent, the step, ended.
+    assert_eq!(parent_of(pid), Some(std::process::id()));
+    let deadline = Instant::now() + SLACK;
+    while parent_of(pid).is_some() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(parent_of(pid), None, "it ended but stayed a zombie");
+    assert!(sandbox.sweep().is_empty());
+}
+
+/// `cd /` first: the working directory tells nothing then.
+fn leave_elsewhere(sandbox: &Sandbox, argv: &str) {
+    let line = format!("cd / && setsid env -i sh -c 'exec {argv}' </dev/null >/dev/null 2>&1 &");
+    let outcome = exec::run(&sandbox.invocation(Program::Shell(line))).unwrap();
+    assert_eq!(outcome.termination, Termination::Exited(0));
+}
+
+#[test]
+fn as_subreaper_an_orphan_started_while_alone_is_charged_to_its_sandbox() {
+    if !as_subreaper(
+        "hostile::as_subreaper_an_orphan_started_while_alone_is_charged_to_its_sandbox",
+    ) {
+        return;
+    }
+    let argv = format!("sleep 404.{}", unique_digits());
+    let _guard = KillOnDrop(argv.clone());
+    let sandbox = Sandbox::new().unwrap();
+    leave_elsewhere(&sandbox, &argv);
+    assert_eq!(wait_for(&argv, 1), 1);
+    let leaked = sandbox.sweep();
+    assert_eq!(leaked.len(), 1, "{leaked:?}");
+    assert_eq!(leaked[0].cmdline.join(" "), argv);
+    assert_eq!(leaked[0].found_by, FoundBy::OrphanStartedAlone);
+    assert_eq!(processes_running(&argv), Vec::<u32>::new());
+}
+
+/// Started while two sandboxes lived, working elsewhere: no sandbox can be charged with it,
+/// and it may be the other's (a detached worker that scenario still needs), so it goes only
+/// once neither lives, as a leak of the run.
+#[test]
+fn as_subreaper_an_orphan_no_sandbox_can_claim_is_a_leak_of_the_run() {
+    if !as_subreaper("hostile::as_subreaper_an_orphan_no_sandbox_can_claim_is_a_leak_of_the_run") {
+        return;
+    }
+    let argv = format!("sleep 405.{}", unique_digits());
+    let _guard = KillOnDrop(argv.clone());
+    let first = Sandbox::new().unwrap();
+    let second = Sandbox::new().unwrap();
+    leave_elsewhere(&first, &argv);
+    assert_eq!(wait_for(&argv, 1), 1);
+    assert!(first.sweep().is_empty());
+    assert!(second.sweep().is_empty());
+    drop(first);
+    assert_eq!(processes_running(&argv).len(), 1, "killed while `second` may need it");
+    drop(second);
+    assert_eq!(processes_running(&argv), Vec::<u32>::new(), "not killed with the last sandbox");
+    let of_the_run = sandbox::end_of_run();
+    assert_eq!(of_the_run.len(), 1, "{of_the_run:?}");
+    assert_eq!(of_the_run[0].cmdline.join(" "), argv);
+    assert_eq!(of_the_run[0].found_by, FoundBy::OrphanOfTheRun);
+    assert!(sandbox::end_of_run().is_empty(), "reported twice");
+    assert_eq!(zombie_children(), Vec::<u32>::new());
+}
+
+#[test]
+fn as_subreaper_a_live_step_of_another_sandbox_is_never_swept() {
+    if as_subreaper("hostile::as_subreaper_a_live_step_of_another_sandbox_is_never_swept") {
+        a_live_step_of_another_sandbox_is_never_swept();
+    }
+}
+
+// The same grandchild through `conform run`: every scenario's leak is its own finding, and
+// nothing is left, whichever isolation is in force, one scenario at a time or three.
+
+/// Three quick scenarios that need no role: each calls the tool, so each leaves a grandchild.
+const QUICK: [&str; 3] =
+    ["manifest-valid", "unknown-flag-is-arg-error", "plain-command-ignores-budget-env"];
+
+/// A directory for one conform run: a profile giving the tool `HOSTILE_TAG`, and a private
+/// TMPDIR for its sandboxes.
+struct RunDir {
+    dir: tempfile::TempDir,
+}
+
+impl RunDir {
+    fn new(tag: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("tmp")).unwrap();
+        std::fs::write(
+            dir.path().join("conform.toml"),
+            format!("[tool]\nenv = {{ HOSTILE_TAG = \"{tag}\" }}\n"),
+        )
+        .unwrap();
+        RunDir { dir }
+    }
+
+    fn tmp(&self) -> PathBuf {
+        self.dir.path().join("tmp")
+    }
+
+    fn conform(&self, isolation: &str) -> std::process::Command {
+        let mut cmd = crate::support::conform();
+        cmd.current_dir(self.dir.path())
+            .env("TMPDIR", self.tmp())
+            .env(sandbox::ISOLATION_VAR, isolation)
+            .arg("run")
+            .arg(fixture("env-cleared-grandchild.sh"))
+            .arg("--profile")
+            .arg(self.dir.path().join("conform.toml"));
+        cmd
+    }
+
+    fn left_in_tmp(&self) -> Vec<PathBuf> {
+        std::fs::read_dir(self.tmp()).unwrap().flatten().map(|e| e.path()).collect()
+    }
+}
+
+/// Run groups of the conform process `pid` still in the cgroup tree (where there is one).
+fn run_groups_of(pid: u32) -> Vec<PathBuf> {
+    let prefix = format!("conform-{pid}-");
+    let Ok(mountinfo) = std::fs::read_to_string("/proc/self/mountinfo") else { return Vec::new() };
+    let mut found = Vec::new();
+    for line in mountinfo.lines().filter(|l| l.contains(" - cgroup2 ")) {
+        let Some(mount) = line.split_whitespace().nth(4) else { continue };
+        let mut stack = vec![PathBuf::from(mount)];
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+                if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                    if entry.file_name().to_string_lossy().starts_with(&prefix) {
+                        found.push(entry.path());
+                    }
+                    stack.push(entry.path());
+                }
+            }
+        }
+    }
+    found
+}
+
+#[rstest::rstest]
+#[case::cgroups_one_at_a_time("auto", 1)]
+#[case::cgroups_three_at_once("auto", 3)]
+#[case::subreaper_one_at_a_time("subreaper", 1)]
+#[case::subreaper_three_at_once("subreaper", 3)]
+fn conform_reports_an_env_cleared_grandchild_on_its_scenario_and_leaves_nothing(
+    #[case] isolation: &str,
+    #[case] jobs: u8,
+) {
+    let tag = unique_digits();
+    let argv = grandchild(&tag);
+    let _guard = KillOnDrop(argv.clone());
+    let run = RunDir::new(&tag);
+    let mut cmd = run.conform(isolation);
+    cmd.args(["--format", "json", "-j", &jobs.to_string()]);
+    for id in QUICK {
+        cmd.args(["--only", id]);
+    }
+    let began = Instant::now();
+    let out = cmd.output().unwrap();
+    let took = began.elapsed();
+    let report = crate::support::stdout_json(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(crate::support::code(&out), 80, "{report:#}\n{stderr}");
+    for id in QUICK {
+        assert_eq!(crate::support::status_of(&report, id), "fail", "{id}: {report:#}");
+        let scenario =
+            report["data"]["scenarios"].as_array().unwrap().iter().find(|s| s["id"] == id).unwrap();
+        let leaks: Vec<&serde_json::Value> = scenario["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["check"] == "leaked-process")
+            .collect();
+        assert!(
+            leaks.iter().any(|f| f["actual"] == argv.as_str()),
+            "{id} has no finding for its grandchild: {scenario:#}"
+        );
+    }
+    // Each step waits out the pipe grace (2 s) for the held pipes, no more.
+    assert!(took < Duration::from_secs(90), "conform took {took:?}");
+    assert_eq!(processes_running(&argv), Vec::<u32>::new(), "left after the run");
+    assert_eq!(run.left_in_tmp(), Vec::<PathBuf>::new(), "sandboxes left");
+}
+
+#[rstest::rstest]
+#[case::cgroups("auto")]
+#[case::subreaper("subreaper")]
+fn an_interrupted_conform_leaves_no_env_cleared_grandchild(#[case] isolation: &str) {
+    let tag = unique_digits();
+    let argv = grandchild(&tag);
+    let _guard = KillOnDrop(argv.clone());
+    let run = RunDir::new(&tag);
+    let mut child = run
+        .conform(isolation)
+        .args(["-j", "4"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Discovery leaves one, then each scenario: wait until several run at once.
+    let running = wait_for(&argv, 3);
+    assert!(running >= 3, "only {running} grandchildren started");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap()),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let status = child.wait().unwrap();
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("interrupted"), "{stderr}");
+    let left = processes_running(&argv);
+    assert_eq!(left, Vec::<u32>::new(), "{} left after Ctrl-C", left.len());
+    assert_eq!(run.left_in_tmp(), Vec::<PathBuf>::new(), "sandboxes left");
+    assert_eq!(run_groups_of(child.id()), Vec::<PathBuf>::new(), "cgroups left");
+}
+
+/// SIGKILL leaves conform's sandboxes (and, with cgroups, the grandchildren in its run group)
+/// behind; the next run removes the sandboxes of the dead conform, kills what its cgroups
+/// still held, and says so; a sandbox of a live conform (this test's) stays.
+#[test]
+fn the_next_run_removes_what_a_killed_conform_left() {
+    let tag = unique_digits();
+    let argv = grandchild(&tag);
+    let _guard = KillOnDrop(argv.clone());
+    let run = RunDir::new(&tag);
+    // For a live conform's sandbox below: one owned by this process (a real sandbox's owner
+    // file, the sandbox itself gone: a live one would put the next conform in this process's
+    // cgroup). Made first: this process cleans up stale cgroups too.
+    let owner = {
+        let elsewhere = tempfile::tempdir().unwrap();
+        let real = Sandbox::new_in(elsewhere.path()).unwrap();
+        std::fs::read_to_string(real.root().join(sandbox::OWNER_FILE)).unwrap()
+    };
+    let mut killed = run
+        .conform("auto")
+        .args(["-j", "2"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    assert!(wait_for(&argv, 2) >= 2);
+    let had_cgroups = !run_groups_of(killed.id()).is_empty();
+    // Where this process has cgroups, so had the conform it started.
+    let here = sandbox::isolation();
+    assert_eq!(had_cgroups, matches!(here, sandbox::Isolation::Cgroup { .. }), "{here}");
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    let stale: Vec<PathBuf> = run.left_in_tmp();
+    assert!(!stale.is_empty(), "SIGKILL left no sandbox: nothing to test");
+    let live_root = run.tmp().join("conform-alive1");
+    std::fs::create_dir(&live_root).unwrap();
+    std::fs::write(live_root.join(sandbox::OWNER_FILE), owner).unwrap();
+
+    let out = crate::support::conform()
+        .current_dir(run.dir.path())
+        .env("TMPDIR", run.tmp())
+        .args(["run", "--only", "manifest-valid"])
+        .arg(crate::support::faketool())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(crate::support::code(&out), 0, "{stderr}");
+    for dir in &stale {
+        assert!(!dir.exists(), "{} stayed", dir.display());
+        let line =
+            format!("removed the sandbox {} of conform process {}", dir.display(), killed.id());
+        assert!(stderr.contains(&line), "no line for {}: {stderr}", dir.display());
+    }
+    assert!(live_root.join(sandbox::OWNER_FILE).exists(), "the live conform's sandbox was removed");
+    if had_cgroups {
+        assert!(stderr.contains("removed the cgroup"), "{stderr}");
+        assert_eq!(run_groups_of(killed.id()), Vec::<PathBuf>::new());
+        assert_eq!(processes_running(&argv), Vec::<u32>::new(), "the killed run's leaks live on");
+    }
+    std::fs::remove_dir_all(&live_root).unwrap();
 }

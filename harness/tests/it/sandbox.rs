@@ -6,7 +6,7 @@ use std::ffi::OsString;
 use std::path::Path;
 use std::time::Duration;
 
-use conform::exec::{self, Invocation, Program, Termination};
+use conform::exec::{self, Program, Termination};
 use conform::sandbox::{self, MARKER_VAR, Sandbox, SandboxError};
 
 fn env_str(env: &BTreeMap<OsString, OsString>, key: &str) -> String {
@@ -215,19 +215,29 @@ fn the_sweep_finds_and_kills_a_setsid_sleep_started_in_a_step() {
 
 #[test]
 fn the_sweep_matches_the_marker_exactly_and_spares_other_sandboxes() {
+    // A thread that never enters a sandbox (so never sits in a sandbox's cgroup) starts the
+    // lookalike, as a plain child of this process.
+    let (to_helper, for_helper) = std::sync::mpsc::channel::<String>();
+    let (to_test, from_helper) = std::sync::mpsc::channel();
+    let helper = std::thread::spawn(move || {
+        let marker = for_helper.recv().unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        let child = std::process::Command::new("sleep")
+            .arg("100")
+            .env_clear()
+            .env(MARKER_VAR, marker)
+            .current_dir(elsewhere.path())
+            .spawn()
+            .unwrap();
+        to_test.send(child).unwrap();
+    });
     let mine = Sandbox::new().unwrap();
     let other = Sandbox::new().unwrap();
     // A process whose marker only starts like mine.
-    let mut env = BTreeMap::new();
-    env.insert(OsString::from("PATH"), std::env::var_os("PATH").unwrap());
     let longer = format!("{}0", mine.marker());
-    env.insert(OsString::from(MARKER_VAR), OsString::from(&longer));
-    let lookalike = Invocation::new(
-        Program::Shell("setsid sleep 100 </dev/null >/dev/null 2>&1 &".to_owned()),
-        env,
-        mine.work(),
-    );
-    exec::run(&lookalike).unwrap();
+    to_helper.send(longer.clone()).unwrap();
+    let mut lookalike = from_helper.recv().unwrap();
+    helper.join().unwrap();
     exec::run(
         &other
             .invocation(Program::Shell("setsid sleep 100 </dev/null >/dev/null 2>&1 &".to_owned())),
@@ -238,10 +248,94 @@ fn the_sweep_matches_the_marker_exactly_and_spares_other_sandboxes() {
     assert!(mine.sweep().is_empty());
     let found = sandbox::scan(&longer);
     assert_eq!(found.len(), 1, "{found:?}");
-    assert_eq!(other.sweep().len(), 1);
-    // Clean up the lookalike by hand (no sandbox owns its marker).
-    let pid = nix::unistd::Pid::from_raw(i32::try_from(found[0].pid).unwrap());
-    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).unwrap();
+    assert_eq!(found[0].pid, lookalike.id());
+    let theirs = other.sweep();
+    assert_eq!(theirs.len(), 1, "{theirs:?}");
+    assert_eq!(theirs[0].cmdline, ["sleep", "100"]);
+    assert!(!is_dead(lookalike.id()), "no sweep touched the lookalike");
+    lookalike.kill().unwrap();
+    lookalike.wait().unwrap();
+}
+
+/// Two sandboxes whose steps run in turn from one thread: each sweep takes its own leftovers,
+/// even those that cleared their environment, and only those.
+#[test]
+fn steps_of_two_sandboxes_from_one_thread_are_told_apart() {
+    let first = Sandbox::new().unwrap();
+    let second = Sandbox::new().unwrap();
+    let tag = unique_digits();
+    let _guards: Vec<KillOnDrop> =
+        [301, 302, 303].iter().map(|s| KillOnDrop(format!("sleep {s}.{tag}"))).collect();
+    let leave = |sandbox: &Sandbox, seconds: u32| {
+        let line = format!(
+            "setsid env -i sh -c 'exec sleep {seconds}.{tag}' </dev/null >/dev/null 2>&1 &"
+        );
+        let outcome = exec::run(&sandbox.invocation(Program::Shell(line))).unwrap();
+        assert_eq!(outcome.termination, Termination::Exited(0));
+    };
+    leave(&first, 301);
+    leave(&second, 302);
+    leave(&first, 303);
+    // `setsid` may still be about to exec when the step ends.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let started = || {
+        [301, 302, 303].iter().all(|s| !processes_running(&format!("sleep {s}.{tag}")).is_empty())
+    };
+    while !started() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let argv = |leaks: &[sandbox::LeakedProcess]| {
+        let mut all: Vec<String> = leaks.iter().map(|p| p.cmdline.join(" ")).collect();
+        all.sort();
+        all
+    };
+    assert_eq!(argv(&second.sweep()), [format!("sleep 302.{tag}")]);
+    assert_eq!(argv(&first.sweep()), [format!("sleep 301.{tag}"), format!("sleep 303.{tag}")]);
+    for s in [301, 302, 303] {
+        assert!(processes_running(&format!("sleep {s}.{tag}")).is_empty());
+    }
+}
+
+/// Kills (by pid) whatever still runs `argv` when a test ends, passed or not, so that a failing
+/// test leaves nothing behind either.
+pub struct KillOnDrop(pub String);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        for pid in processes_running(&self.0) {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(i32::try_from(pid).unwrap()),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
+}
+
+/// Digits no other process's command line holds.
+pub fn unique_digits() -> String {
+    let nanos =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
+    format!("{}{nanos:09}", std::process::id())
+}
+
+/// Every live process (zombies aside) whose command line, words joined by spaces, is `argv`.
+pub fn processes_running(argv: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| !is_dead(*pid))
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|raw| {
+                let words: Vec<String> = raw
+                    .split(|b| *b == 0)
+                    .filter(|w| !w.is_empty())
+                    .map(|w| String::from_utf8_lossy(w).into_owned())
+                    .collect();
+                words.join(" ") == argv
+            })
+        })
+        .collect()
 }
 
 #[test]
@@ -271,4 +365,137 @@ fn a_kept_sandbox_stays_on_disk() {
     drop(sandbox);
     assert!(root.join("work/evidence").exists());
     std::fs::remove_dir_all(&root).unwrap();
+}
+
+#[test]
+fn a_sandbox_names_its_owner_and_a_kept_one_does_not() {
+    let sandbox = Sandbox::new().unwrap();
+    let owner = std::fs::read_to_string(sandbox.root().join(sandbox::OWNER_FILE)).unwrap();
+    assert!(owner.contains(&format!("\npid {}\n", std::process::id())), "{owner}");
+    assert!(owner.contains(&format!("\nmarker {}\n", sandbox.marker())), "{owner}");
+    let mut kept = Sandbox::new().unwrap();
+    let root = kept.keep().to_path_buf();
+    assert!(!root.join(sandbox::OWNER_FILE).exists());
+    drop(kept);
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
+/// An owner file like a real sandbox's, with another pid and start time.
+fn owner_file_of(template: &str, pid: u32, start_ticks: u64, marker: &str) -> String {
+    template
+        .lines()
+        .map(|line| match line.split_once(' ') {
+            Some(("pid", _)) => format!("pid {pid}"),
+            Some(("start", _)) => format!("start {start_ticks}"),
+            Some(("marker", _)) => format!("marker {marker}"),
+            _ => line.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+        + "\n"
+}
+
+/// The start time (clock ticks since boot) of a process.
+fn start_ticks_of(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let rest = stat.rsplit_once(')').unwrap().1;
+    rest.split_whitespace().nth(19).unwrap().parse().unwrap()
+}
+
+#[test]
+fn stale_sandboxes_of_gone_conforms_are_removed_and_live_ones_stay() {
+    let parent = tempfile::tempdir().unwrap();
+    let template = {
+        let probe = Sandbox::new().unwrap();
+        std::fs::read_to_string(probe.root().join(sandbox::OWNER_FILE)).unwrap()
+    };
+    let me = std::process::id();
+    let my_start = start_ticks_of(me);
+    // A conform that ran and is gone.
+    let mut gone = std::process::Command::new("true").spawn().unwrap();
+    let gone_pid = gone.id();
+    let gone_start = start_ticks_of(gone_pid);
+    gone.wait().unwrap();
+    // A process carrying the stale sandbox's marker: killed with it.
+    let stale_marker = "ab".repeat(16);
+    let other_marker = "cd".repeat(16);
+    let mut straggler = std::process::Command::new("sleep")
+        .arg("100")
+        .env(MARKER_VAR, &stale_marker)
+        .spawn()
+        .unwrap();
+    let fake = |name: &str, owner: Option<String>| {
+        let dir = parent.path().join(name);
+        std::fs::create_dir_all(dir.join("work")).unwrap();
+        std::fs::write(dir.join("work/evidence"), "x").unwrap();
+        if let Some(text) = owner {
+            std::fs::write(dir.join(sandbox::OWNER_FILE), text).unwrap();
+        }
+        dir
+    };
+    let dead =
+        fake("conform-dead01", Some(owner_file_of(&template, gone_pid, gone_start, &stale_marker)));
+    // This process's pid, but another start time: a pid reused since its conform died.
+    let reused =
+        fake("conform-reuse1", Some(owner_file_of(&template, me, my_start + 1, &other_marker)));
+    let live = fake("conform-live01", Some(owner_file_of(&template, me, my_start, &other_marker)));
+    let unowned = fake("conform-nofile", None);
+    let garbled = fake("conform-garbl1", Some("conform sandbox owner v1\npid x\n".into()));
+    let elsewhere = tempfile::tempdir().unwrap();
+    let target = fake_outside(
+        elsewhere.path(),
+        &owner_file_of(&template, gone_pid, gone_start, &other_marker),
+    );
+    std::os::unix::fs::symlink(&target, parent.path().join("conform-link01")).unwrap();
+
+    let removed = sandbox::remove_stale_sandboxes(parent.path());
+    let mut paths: Vec<_> = removed.iter().map(|r| r.path.clone()).collect();
+    paths.sort();
+    assert_eq!(paths, [dead.clone(), reused.clone()]);
+    let from_dead = removed.iter().find(|r| r.path == dead).unwrap();
+    assert_eq!(from_dead.owner_pid, gone_pid);
+    assert_eq!(from_dead.killed, 1, "{removed:?}");
+    assert!(sandbox::describe_stale(from_dead).contains("conform-dead01"));
+    assert!(!dead.exists() && !reused.exists());
+    for kept in [&live, &unowned, &garbled] {
+        assert!(kept.join("work/evidence").exists(), "{} was removed", kept.display());
+    }
+    assert!(target.join("work/evidence").exists(), "the symbolic link was followed");
+    assert!(parent.path().join("conform-link01").exists());
+    // The straggler was killed (it is this process's child: reap it).
+    let status = straggler.wait().unwrap();
+    assert_eq!(std::os::unix::process::ExitStatusExt::signal(&status), Some(libc::SIGKILL));
+    // A new sandbox in the directory does the same on its own, once.
+    let again =
+        fake("conform-dead02", Some(owner_file_of(&template, gone_pid, gone_start, &other_marker)));
+    let fresh = Sandbox::new_in(parent.path()).unwrap();
+    assert!(!again.exists());
+    assert!(live.exists());
+    drop(fresh);
+}
+
+fn fake_outside(dir: &Path, owner: &str) -> std::path::PathBuf {
+    let target = dir.join("target");
+    std::fs::create_dir_all(target.join("work")).unwrap();
+    std::fs::write(target.join("work/evidence"), "x").unwrap();
+    std::fs::write(target.join(sandbox::OWNER_FILE), owner).unwrap();
+    target
+}
+
+/// Where cgroups are in force, a sandbox's group lives exactly as long as the sandbox, and
+/// conform's run group as long as any sandbox.
+#[test]
+fn a_sandbox_cgroup_lives_as_long_as_the_sandbox() {
+    let sandbox = Sandbox::new().unwrap();
+    let sandbox::Isolation::Cgroup { run_group } = sandbox::isolation() else {
+        eprintln!("no cgroups here ({}): nothing to check", sandbox::isolation());
+        return;
+    };
+    let group = run_group.join(format!("s-{}", sandbox.marker()));
+    assert!(group.is_dir(), "{}", group.display());
+    let own = std::fs::read_to_string("/proc/thread-self/cgroup").unwrap();
+    assert!(own.trim_end().ends_with(&format!("/s-{}", sandbox.marker())), "{own}");
+    drop(sandbox);
+    assert!(!group.exists());
+    assert!(!run_group.exists(), "the run group outlived the last sandbox");
 }
