@@ -75,15 +75,12 @@ fn pointer_check(
     }
     if let Some(want) = &check.equals {
         let templated = matches!(want, Value::String(s) if !template_vars(s).is_empty());
-        let want = match want {
-            Value::String(s) => match ctx.text(s) {
-                Ok(t) => Value::String(t),
-                Err(e) => {
-                    findings.push(Finding::new(FindingKind::JsonPointer, e));
-                    return;
-                }
-            },
-            other => other.clone(),
+        let want = match resolved(want, ctx) {
+            Ok(v) => v,
+            Err(e) => {
+                findings.push(Finding::new(FindingKind::JsonPointer, e));
+                return;
+            }
         };
         // A template yields text; where the response holds a number (`{budget}` against
         // `meta.budget_ms`), the text is read as that number.
@@ -104,15 +101,12 @@ fn pointer_check(
         }
     }
     if let Some(unwanted) = &check.not_equals {
-        let unwanted = match unwanted {
-            Value::String(s) => match ctx.text(s) {
-                Ok(t) => Value::String(t),
-                Err(e) => {
-                    findings.push(Finding::new(FindingKind::JsonPointer, e));
-                    return;
-                }
-            },
-            other => other.clone(),
+        let unwanted = match resolved(unwanted, ctx) {
+            Ok(v) => v,
+            Err(e) => {
+                findings.push(Finding::new(FindingKind::JsonPointer, e));
+                return;
+            }
         };
         let same_number = matches!((value, &unwanted), (Some(Value::Number(n)), Value::String(t)) if n.to_string() == *t);
         if value == Some(&unwanted) || same_number {
@@ -228,4 +222,13 @@ pub(super) fn same(expect: &Expect, observations: &[&Observation]) -> Vec<Findin
         }
     }
     findings
+}
+
+/// A pointer check's value as the step resolved it: a string is a template, anything else is
+/// taken as written.
+fn resolved(value: &Value, ctx: &Context<'_>) -> Result<Value, String> {
+    match value {
+        Value::String(s) => ctx.text(s).map(Value::String),
+        other => Ok(other.clone()),
+    }
 }
