@@ -482,7 +482,15 @@ fn without_a_tool_or_a_command_run_is_a_usage_error() {
 fn a_kit_probe_beyond_the_kit_timeout_is_killed_and_fails() {
     let dir = tempfile::tempdir().unwrap();
     let tool = dir.path().join("slow");
-    crate::support::write_executable(&tool, "#!/bin/sh\nsleep 20\n");
+    // It answers its manifest (a tool hanging there is judged by the headline alone) and
+    // hangs on the probe.
+    crate::support::write_executable(
+        &tool,
+        format!(
+            "#!/bin/sh\n[ \"$1\" = manifest ] && exec '{}' manifest\nsleep 20\n",
+            crate::support::faketool().display()
+        ),
+    );
     let profile = dir.path().join("conform.toml");
     std::fs::write(&profile, "[kit]\ntimeout_seconds = 1\nread = [[\"version\"]]\n").unwrap();
     let started = std::time::Instant::now();
