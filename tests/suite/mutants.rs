@@ -269,10 +269,7 @@ const PYAGENT_FAULTS: &[(&str, &[&str])] = &[
     ("env-beats-flag", &["budget-flag-beats-env"]),
     ("no-budget-meta", &["work-within-budget-is-ordinary"]),
     ("no-key-in-continue", &["paused-writer-continues-with-key"]),
-    (
-        "progress-backwards",
-        &["progress-never-decreases", "resumed-writer-progress-never-decreases"],
-    ),
+    ("progress-backwards", &["progress-never-decreases"]),
     ("pipes-held", &["pipes-released-on-handoff"]),
     ("stale-cancel", &["stale-cancel-leaves-nothing-behind"]),
     ("unscoped-jobs", &["jobs-are-owned-by-their-instance"]),
@@ -298,9 +295,22 @@ fn rows() -> Vec<Row> {
         tool: Tool::Pyagent,
         fault: Some(fault),
         targets,
-        unstable: &[],
+        unstable: pyagent_unstable(fault),
     }));
     rows
+}
+
+/// Scenarios a pyagent fault fails only now and then (kept out of its row's "failed" column):
+/// `progress-backwards` restarts a resumed writer's count, which the writer's scenario sees only
+/// when a continuation pauses again after the restart; three rows at once on two cores let the
+/// resumed `load` finish in one hop often enough to make it a coin toss (its reader twin,
+/// `progress-never-decreases`, and reftool's `progress-restarts-on-resume` catch the rule every
+/// time).
+fn pyagent_unstable(fault: &str) -> &'static [&'static str] {
+    match fault {
+        "progress-backwards" => &["resumed-writer-progress-never-decreases"],
+        _ => &[],
+    }
 }
 
 impl Row {
