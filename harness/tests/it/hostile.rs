@@ -250,14 +250,21 @@ fn run_env_cleared(sandbox: &Sandbox, tag: &str) {
     assert_eq!(outcome.pipes_closed_after, None, "the grandchild holds the pipes");
 }
 
-#[test]
-fn a_grandchild_that_cleared_its_environment_is_found_and_killed() {
+/// A sandbox whose step left an env-cleared, setsid'd grandchild running: its argv, the guard
+/// that kills it whatever the test does, and the sandbox.
+fn an_env_cleared_grandchild() -> (String, KillOnDrop, Sandbox) {
     let tag = unique_digits();
     let argv = grandchild(&tag);
-    let _guard = KillOnDrop(argv.clone());
+    let guard = KillOnDrop(argv.clone());
     let sandbox = Sandbox::new().unwrap();
     run_env_cleared(&sandbox, &tag);
     assert_eq!(wait_for(&argv, 1), 1);
+    (argv, guard, sandbox)
+}
+
+#[test]
+fn a_grandchild_that_cleared_its_environment_is_found_and_killed() {
+    let (argv, _guard, sandbox) = an_env_cleared_grandchild();
     // The marker alone cannot see it: its environment is empty.
     assert!(!sandbox::scan(sandbox.marker()).iter().any(|p| p.cmdline.join(" ") == argv));
     let leaked = sandbox.sweep();
@@ -336,12 +343,7 @@ fn as_subreaper_an_env_cleared_grandchild_is_adopted_charged_and_reaped() {
     ) {
         return;
     }
-    let tag = unique_digits();
-    let argv = grandchild(&tag);
-    let _guard = KillOnDrop(argv.clone());
-    let sandbox = Sandbox::new().unwrap();
-    run_env_cleared(&sandbox, &tag);
-    assert_eq!(wait_for(&argv, 1), 1);
+    let (argv, _guard, sandbox) = an_env_cleared_grandchild();
     let leaked = sandbox.sweep();
     let caught: Vec<_> = leaked.iter().filter(|p| p.cmdline.join(" ") == argv).collect();
     assert_eq!(caught.len(), 1, "{leaked:?}");
