@@ -32,7 +32,6 @@
 //! REFTOOL_MUTANT=env-beats-flag target/debug/reftool analyze data.csv --budget 1s
 //! ```
 
-use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::process::Stdio;
 
@@ -355,24 +354,15 @@ pub fn repeat_check(tokens: &[Token], reference: Result<(), Failure>) -> Result<
     if active(Mutant::ConflictingRepeatLastWins) {
         return Ok(());
     }
-    if active(Mutant::SameValueRepeatRefused) {
-        let mut seen: BTreeMap<&str, &str> = BTreeMap::new();
-        for token in tokens {
-            let Token::Option { name, value: Some(value), .. } = token else { continue };
-            match seen.get(name.as_str()) {
-                None => {
-                    seen.insert(name, value);
-                }
-                // The first repeat conflicts: the reference refuses it already.
-                Some(first) if first != value => return reference,
-                Some(_) => {
-                    return Err(Failure::arg(
-                        "CONFLICTING_OPTION",
-                        format!("--{name} cannot be used multiple times"),
-                    ));
-                }
-            }
-        }
+    if active(Mutant::SameValueRepeatRefused)
+        && let Some((name, first, value)) = options::repeats(tokens).first()
+        && first == value
+    {
+        // The first repeat has the same value (a conflicting one the reference refuses already).
+        return Err(Failure::arg(
+            "CONFLICTING_OPTION",
+            format!("--{name} cannot be used multiple times"),
+        ));
     }
     reference
 }

@@ -87,29 +87,32 @@ pub fn check_repeats(tokens: &[Token]) -> Result<(), Failure> {
 
 /// The refusal of the first value option given twice with different values, if any.
 fn first_conflict(tokens: &[Token]) -> Option<Failure> {
+    let (name, first, value) =
+        repeats(tokens).into_iter().find(|(_, first, value)| first != value)?;
+    Some(
+        Failure::arg(
+            "CONFLICTING_OPTION",
+            format!("--{name} is given twice with different values ({first:?} and {value:?})"),
+        )
+        .context(serde_json::json!({"option": format!("--{name}"), "values": [first, value]}))
+        .suggestion(format!("give --{name} once")),
+    )
+}
+
+/// Every repeat of a value option, in order: its name, its first value and the repeated one.
+pub fn repeats(tokens: &[Token]) -> Vec<(&str, &str, &str)> {
     let mut seen: BTreeMap<&str, &str> = BTreeMap::new();
+    let mut found = Vec::new();
     for token in tokens {
         let Token::Option { name, value: Some(value), .. } = token else { continue };
         match seen.get(name.as_str()) {
             None => {
                 seen.insert(name, value);
             }
-            Some(first) if first != value => {
-                return Some(Failure::arg(
-                    "CONFLICTING_OPTION",
-                    format!(
-                        "--{name} is given twice with different values ({first:?} and {value:?})"
-                    ),
-                )
-                .context(
-                    serde_json::json!({"option": format!("--{name}"), "values": [first, value]}),
-                )
-                .suggestion(format!("give --{name} once")));
-            }
-            Some(_) => {}
+            Some(first) => found.push((name.as_str(), *first, value.as_str())),
         }
     }
-    None
+    found
 }
 
 /// The argv index of the first word after the command path's `path_words` words: the first
