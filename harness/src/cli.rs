@@ -24,7 +24,7 @@ use crate::profile::{DEFAULT_PROFILE, Profile};
 use crate::redact::Redactor;
 use crate::report::{self, Format, ReportOptions, SPEC_VERSION};
 use crate::run::Engine;
-use crate::scenario::{Catalogue, SCENARIO_FILES, Scenario};
+use crate::scenario::{Catalogue, Declaration, SCENARIO_FILES, Scenario};
 use crate::snapshot::SnapshotStore;
 use crate::summary::{RunFacts, RunSummary};
 
@@ -367,6 +367,7 @@ fn run_command(args: &RunArgs, started: Instant) -> Result<u8, ArgError> {
         baseline_in_use: baseline.is_some(),
         duration_ms: millis(started.elapsed()),
         interrupted,
+        interruption_declared: engine.declares(Declaration::Interruption),
     };
     let summary = RunSummary::compute(&results, &facts);
     let code = summary.exit_code;

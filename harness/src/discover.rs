@@ -19,7 +19,7 @@ use crate::observe::{self, StdoutProblem};
 use crate::outcome::{Finding, FindingKind, Repro, SkipReason, StepRecord};
 use crate::prepare::{self, Needs};
 use crate::profile::Profile;
-use crate::scenario::Scenario;
+use crate::scenario::{Declaration, Scenario};
 use crate::schemas::unwrap_manifest;
 use crate::tool::Tool;
 
@@ -220,6 +220,20 @@ impl CommandInfo {
     pub fn writes(&self) -> bool {
         matches!(self.danger_level.as_str(), "mutating" | "destructive")
     }
+
+    /// Whether it makes this declaration.
+    pub fn declares(&self, declaration: Declaration) -> bool {
+        let resume_only = self.resume == Some(true) && self.detach != Some(true);
+        match declaration {
+            Declaration::Interruption => self.interruptible(),
+            Declaration::Detach => self.detach == Some(true),
+            Declaration::DetachOnly => self.detach == Some(true) && self.resume != Some(true),
+            Declaration::ResumeReader => resume_only && !self.writes(),
+            Declaration::ResumeWriter => resume_only && self.writes(),
+            Declaration::Async => self.is_async,
+            Declaration::IdempotencyKey => self.writes() && self.flags.contains("idempotency-key"),
+        }
+    }
 }
 
 /// The commands of a manifest, by dot-separated path.
@@ -259,6 +273,15 @@ impl Commands {
             }
         }
         Self { by_path }
+    }
+
+    /// The paths of the commands that make this declaration, sorted.
+    pub fn declaring(&self, declaration: Declaration) -> Vec<&str> {
+        self.by_path
+            .iter()
+            .filter(|(_, info)| info.declares(declaration))
+            .map(|(path, _)| path.as_str())
+            .collect()
     }
 
     /// The command an argument list invokes: the longest run of leading words (up to the first

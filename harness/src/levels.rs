@@ -132,6 +132,10 @@ pub enum Claim {
     Fail,
     /// None failed, but not all ran (or none exist): the claim cannot be made yet.
     Incomplete,
+    /// None failed, and the tool declares nothing the claim's requirements govern (§79 for a
+    /// tool none of whose commands declares `interruption`): there is nothing to claim.
+    #[serde(rename = "not-applicable")]
+    NotApplicable,
 }
 
 impl Claim {
@@ -141,6 +145,7 @@ impl Claim {
             Claim::Pass => "pass",
             Claim::Fail => "fail",
             Claim::Incomplete => "incomplete",
+            Claim::NotApplicable => "not-applicable",
         }
     }
 }
@@ -161,9 +166,14 @@ pub struct ClaimVerdict {
     /// The ids of those that failed (and count against conformance).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub failed: Vec<String>,
-    /// How many `must` scenarios of the claim were not judged: skipped, harness errors,
-    /// failures a baseline expected, and those `--only` / `--skip` left out.
+    /// How many `must` scenarios of the claim were not judged: skipped (not as not
+    /// applicable), harness errors, failures a baseline expected, and those `--only` /
+    /// `--skip` left out.
     pub not_judged: usize,
+    /// How many `must` scenarios of the claim do not apply to the tool (skipped because no
+    /// command declares what they judge).
+    #[serde(default)]
+    pub not_applicable: usize,
     /// Why it is not a pass: the scenarios that failed, were skipped (with the reason) or ended
     /// in a harness error, one line each, then how many were not selected.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -293,41 +303,63 @@ pub fn kit_checks(results: &[ScenarioResult]) -> Vec<KitCheckVerdict> {
 }
 
 /// The verdicts on Level 1, 2 and 3, then §79's, for these results; `unselected` are the
-/// catalogue's scenarios that did not run at all.
-pub fn verdicts(results: &[ScenarioResult], unselected: &[Unselected]) -> Vec<ClaimVerdict> {
+/// catalogue's scenarios that did not run at all; `interruption_declared` says whether some
+/// command of the manifest declares `interruption` (`None`: the manifest is unknown). §79 is
+/// `not-applicable` when none does and none of its scenarios failed.
+pub fn verdicts(
+    results: &[ScenarioResult],
+    unselected: &[Unselected],
+    interruption_declared: Option<bool>,
+) -> Vec<ClaimVerdict> {
     let mut all: Vec<ClaimVerdict> = (1..=3)
         .map(|level| {
-            judge(format!("level-{level}"), level_name(level), results, unselected, |requirement| {
-                spec_level(requirement) <= level
-            })
+            let group = Group {
+                claim: format!("level-{level}"),
+                name: level_name(level),
+                not_applicable_because: None,
+            };
+            judge(group, results, unselected, |requirement| spec_level(requirement) <= level)
         })
         .collect();
-    all.push(judge(
-        "interruption".to_owned(),
-        INTERRUPTION_NAME,
-        results,
-        unselected,
-        |requirement| INTERRUPTION_REQUIREMENTS.contains(&requirement),
-    ));
+    let group = Group {
+        claim: "interruption".to_owned(),
+        name: INTERRUPTION_NAME,
+        not_applicable_because: (interruption_declared == Some(false))
+            .then_some("no command of the manifest declares `interruption`"),
+    };
+    all.push(judge(group, results, unselected, |requirement| {
+        INTERRUPTION_REQUIREMENTS.contains(&requirement)
+    }));
     all
 }
 
-fn judge(
+/// A claim being judged.
+struct Group<'a> {
     claim: String,
-    name: &str,
+    name: &'a str,
+    /// Why the claim does not apply to this tool, when it does not.
+    not_applicable_because: Option<&'static str>,
+}
+
+fn judge(
+    group: Group<'_>,
     results: &[ScenarioResult],
     unselected: &[Unselected],
     includes: impl Fn(&str) -> bool,
 ) -> ClaimVerdict {
+    let Group { claim, name, not_applicable_because } = group;
     let mut counts = Counts::default();
     let mut requirements = BTreeSet::new();
     let mut failed = Vec::new();
     let mut failed_ids = Vec::new();
     let mut reasons = Vec::new();
+    let mut not_applicable = 0;
     for r in results.iter().filter(|r| r.level == Obligation::Must && includes(&r.requirement)) {
         counts.add(r);
         requirements.insert(r.requirement.clone());
         match &r.status {
+            // A criterion the tool has nothing to be judged on keeps no claim from a verdict.
+            Status::Skip { reason } if reason.is_not_applicable() => not_applicable += 1,
             _ if r.counts_against_conformance() => {
                 failed_ids.push(r.id.clone());
                 failed.push(format!("`{}` failed", r.id));
@@ -354,6 +386,10 @@ fn judge(
     }
     let verdict = if !failed.is_empty() {
         Claim::Fail
+    } else if let Some(why) = not_applicable_because {
+        // What could not be judged does not matter where there is nothing to claim.
+        reasons = vec![why.to_owned()];
+        Claim::NotApplicable
     } else if !reasons.is_empty() {
         Claim::Incomplete
     } else {
@@ -367,7 +403,8 @@ fn judge(
         requirements: requirements.into_iter().collect(),
         counts,
         failed: failed_ids,
-        not_judged: counts.skip + counts.error + counts.expected_fail + left_out,
+        not_judged: counts.skip - not_applicable + counts.error + counts.expected_fail + left_out,
+        not_applicable,
         reasons: failed,
     }
 }

@@ -93,9 +93,15 @@
 //! the level of its requirement, by a table in [`levels`] (no key in scenario files: the
 //! requirement decides). A claim is judged over the `must` scenarios of its requirements (a
 //! level: of its own and every lower level): `fail` when one of them failed, else
-//! `incomplete` when one was skipped (a missing role or kit probe kind), ended in a harness
-//! error, failed as a baseline expected, or was left out by `--only` / `--skip`, or none
-//! exists; else `pass`. A pass covers what conform checks: claiming a level still needs the
+//! `not-applicable` for §79 when the manifest was read and none of its commands declares
+//! `interruption` (there is nothing to claim), else `incomplete` when one was skipped (a
+//! missing role or kit probe kind), ended in a harness error, failed as a baseline expected,
+//! or was left out by `--only` / `--skip`, or none exists; else `pass`. A scenario skipped as
+//! **not applicable** never makes a claim incomplete: no command of the manifest makes the
+//! declaration it judges (a role's, such as `detach: true` for `detach`, or the scenario's
+//! `applies_to`), so no profile could ever run it. A missing role that some command could fill
+//! is a gap in the profile instead, and the skip names those commands; a role whose command
+//! lacks the declaration the role needs is skipped saying so. A pass covers what conform checks: claiming a level still needs the
 //! review of criteria no outside check can see. The claims are in the human summary
 //! (`spec levels:` and `§79 ...:` lines), the JSON report's `data.claims`, the Markdown
 //! summary's claim table, and as `claim.level-1` ... `claim.interruption` properties of every
@@ -223,6 +229,11 @@
 //! env = { AGENT_CALL_BUDGET_MS = "{budget}" }
 //! expect = { matches_calibrated = true, progress_monotonic = true }
 //! ```
+//!
+//! A scenario that judges a declaration without a role (a manifest rule over interruptible
+//! commands) says so with `applies_to = "interruption"` (or `detach`, `detach-only`,
+//! `resume-reader`, `resume-writer`, `async`, `idempotency-key`): with no command declaring it,
+//! the scenario is skipped as not applicable rather than passing over nothing.
 //!
 //! Unknown keys are errors (with line and column); the id must equal the file name and the
 //! requirement the directory. A scenario stops at its first step with a finding.

@@ -34,7 +34,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::exec;
-use crate::scenario::Obligation;
+use crate::scenario::{Declaration, Obligation};
 
 /// Why a scenario did not run. Reports show its sentence (its `Display`, also its JSON form);
 /// coverage reads the kind ([`crate::summary`] derives the missing roles from it).
@@ -46,6 +46,30 @@ pub enum SkipReason {
         roles: Vec<String>,
         /// Whether a profile was read.
         profile: bool,
+        /// Commands of the manifest that declare what the first missing role needs (could
+        /// fill it), sorted; empty when the manifest is unknown or the role needs nothing.
+        candidates: Vec<String>,
+    },
+    /// No command of the manifest makes the declaration the scenario judges: the criterion
+    /// does not apply to this tool. Not a gap in the profile, and it keeps no claim from a
+    /// verdict ([`SkipReason::is_not_applicable`]).
+    NotApplicable {
+        /// What no command declares.
+        needs: Declaration,
+        /// The role that would need it, when a role does.
+        role: Option<String>,
+    },
+    /// The profile's role runs a command that lacks the declaration the role needs: the
+    /// scenario would judge the wrong command.
+    RoleLacksDeclaration {
+        /// The role.
+        role: String,
+        /// The command its argv invokes.
+        command: String,
+        /// What the role needs the command to declare.
+        needs: Declaration,
+        /// Commands that do declare it, sorted.
+        candidates: Vec<String>,
     },
     /// The profile's kit lacks what the steps run (`what`: e.g. "`read` probes").
     MissingKit {
@@ -97,6 +121,12 @@ pub enum SkipReason {
 }
 
 impl SkipReason {
+    /// Whether the criterion does not apply to the tool at all (as opposed to a run that could
+    /// not judge it): such a skip leaves a claim's verdict alone.
+    pub fn is_not_applicable(&self) -> bool {
+        matches!(self, SkipReason::NotApplicable { .. })
+    }
+
     /// The roles a `MissingRoles` reason names (none for the other kinds).
     pub fn missing_roles(&self) -> &[String] {
         match self {
@@ -109,12 +139,43 @@ impl SkipReason {
 impl fmt::Display for SkipReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            SkipReason::MissingRoles { roles, profile } => {
+            SkipReason::MissingRoles { roles, profile, candidates } => {
                 let names = roles.iter().map(|r| format!("`{r}`")).collect::<Vec<_>>().join(", ");
                 let word = if roles.len() == 1 { "role" } else { "roles" };
                 match profile {
-                    true => write!(f, "profile names no {names} {word}"),
-                    false => write!(f, "no profile (conform.toml), so no {names} {word}"),
+                    true => write!(f, "profile names no {names} {word}")?,
+                    false => write!(f, "no profile (conform.toml), so no {names} {word}")?,
+                }
+                if !candidates.is_empty() {
+                    write!(
+                        f,
+                        "; the manifest's {} could fill `{}` (`conform init` drafts it)",
+                        code_list(candidates),
+                        roles.first().map_or("", String::as_str)
+                    )?;
+                }
+                Ok(())
+            }
+            SkipReason::NotApplicable { needs, role } => {
+                write!(
+                    f,
+                    "not applicable: no command of the manifest declares {}",
+                    needs.describe()
+                )?;
+                match role {
+                    Some(role) => write!(f, ", so no command can be the `{role}` role"),
+                    None => f.write_str(", so the rule has nothing to judge"),
+                }
+            }
+            SkipReason::RoleLacksDeclaration { role, command, needs, candidates } => {
+                write!(
+                    f,
+                    "the `{role}` role runs `{command}`, which does not declare {}",
+                    needs.describe()
+                )?;
+                match candidates.is_empty() {
+                    true => f.write_str("; no command of the manifest does"),
+                    false => write!(f, "; point it at {}", code_list(candidates)),
                 }
             }
             SkipReason::MissingKit { what, profile: true } => {
@@ -148,6 +209,19 @@ impl fmt::Display for SkipReason {
                 "no word of role `{role}`'s argv names a file in the sandbox, so the scenario cannot change its input"
             ),
         }
+    }
+}
+
+/// `a`, `b` and `c` as code words in a sentence (at most five, then how many more).
+fn code_list(items: &[String]) -> String {
+    let mut words: Vec<String> = items.iter().take(5).map(|i| format!("`{i}`")).collect();
+    if items.len() > 5 {
+        words.push(format!("{} more", items.len() - 5));
+    }
+    match words.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => String::new(),
     }
 }
 
@@ -186,6 +260,30 @@ pub enum Note {
     /// A choice the spec leaves open that the tool made one way (the sentence says which);
     /// conform accepts either.
     Advisory(String),
+    /// A cancel the clean-up ran after the steps failed, and either it could not run at all or
+    /// the scenario's processes outlived it: the likely cause of a `leaked-process` finding.
+    CancelFailed(FailedCancel),
+}
+
+/// A cancel of the clean-up that did not do its work.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FailedCancel {
+    /// The command line (a response's `cancel_command`, or conform's `job cancel <id>`).
+    pub command: String,
+    /// How it ended, or why it could not start.
+    pub ended: String,
+    /// The last line of its stderr (empty when it wrote none).
+    pub stderr_tail: String,
+}
+
+impl fmt::Display for FailedCancel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "`{}` ({})", self.command, self.ended)?;
+        match self.stderr_tail.is_empty() {
+            true => Ok(()),
+            false => write!(f, ": {}", self.stderr_tail),
+        }
+    }
 }
 
 impl fmt::Display for Note {
@@ -198,6 +296,7 @@ impl fmt::Display for Note {
             Note::SnapshotWritten { path } => write!(f, "new snapshot written: {path}"),
             Note::SnapshotUpdated { path } => write!(f, "snapshot updated: {path}"),
             Note::Advisory(text) => f.write_str(text),
+            Note::CancelFailed(cancel) => write!(f, "clean-up: a cancel failed: {cancel}"),
         }
     }
 }

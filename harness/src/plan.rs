@@ -8,9 +8,10 @@
 //! A scenario needing a role the profile does not define is skipped with that reason, as is one
 //! that selects instances when the profile says not how.
 
+use crate::discover::Commands;
 use crate::outcome::SkipReason;
 use crate::profile::Profile;
-use crate::scenario::{Catalogue, ProbeKind, Scenario};
+use crate::scenario::{Catalogue, ProbeKind, Scenario, role_declaration};
 
 /// One scenario of the plan.
 #[derive(Debug, Clone)]
@@ -63,13 +64,58 @@ pub fn plan<'c>(
         .collect())
 }
 
+/// Why a scenario cannot run, once the manifest's commands are known: first whether it applies
+/// at all (some command makes each declaration it judges), then the profile's gaps
+/// ([`static_skip`], a missing role naming the commands that could fill it), then whether each
+/// role's command makes the declaration the role needs.
+pub fn skip_with_manifest(
+    s: &Scenario,
+    profile: &Profile,
+    commands: &Commands,
+) -> Option<SkipReason> {
+    for needs in s.declarations() {
+        if commands.declaring(needs).is_empty() {
+            let role = s.roles.iter().find(|r| role_declaration(r) == Some(needs)).cloned();
+            return Some(SkipReason::NotApplicable { needs, role });
+        }
+    }
+    let owned = |paths: Vec<&str>| paths.into_iter().map(str::to_owned).collect::<Vec<_>>();
+    match static_skip(s, profile) {
+        Some(SkipReason::MissingRoles { roles, profile, .. }) => {
+            let candidates = roles
+                .first()
+                .and_then(|r| role_declaration(r))
+                .map(|d| owned(commands.declaring(d)))
+                .unwrap_or_default();
+            return Some(SkipReason::MissingRoles { roles, profile, candidates });
+        }
+        Some(other) => return Some(other),
+        None => {}
+    }
+    s.roles.iter().find_map(|name| {
+        let needs = role_declaration(name)?;
+        let role = profile.role(name)?;
+        let (command, info) = commands.command_for_args(&role.argv)?;
+        (!info.declares(needs)).then(|| SkipReason::RoleLacksDeclaration {
+            role: name.clone(),
+            command: command.to_owned(),
+            needs,
+            candidates: owned(commands.declaring(needs)),
+        })
+    })
+}
+
 /// Why a scenario cannot run with this profile, if it cannot.
 pub fn static_skip(s: &Scenario, profile: &Profile) -> Option<SkipReason> {
     let has_profile = profile.path.is_some();
     let missing: Vec<String> =
         s.roles.iter().filter(|r| profile.role(r).is_none()).cloned().collect();
     if !missing.is_empty() {
-        return Some(SkipReason::MissingRoles { roles: missing, profile: has_profile });
+        return Some(SkipReason::MissingRoles {
+            roles: missing,
+            profile: has_profile,
+            candidates: Vec::new(),
+        });
     }
     let no_kit =
         |what: &str| SkipReason::MissingKit { what: what.to_owned(), profile: has_profile };
@@ -98,4 +144,84 @@ pub fn static_skip(s: &Scenario, profile: &Profile) -> Option<SkipReason> {
         return Some(SkipReason::NoInstanceSelection);
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::scenario::{Declaration, parse_scenario};
+
+    fn scenario(roles: &str, applies_to: &str) -> Scenario {
+        let text = format!(
+            "id = \"s\"\nrequirement = \"REQ-F-082\"\ncriterion = \"c\"\nlevel = \"must\"\n{roles}\n{applies_to}\n[[steps]]\naction = \"run\"\nname = \"a\"\nargs = [\"x\"]\n"
+        );
+        parse_scenario("REQ-F-082/s.toml", &text).expect("the scenario parses")
+    }
+
+    fn profile(text: &str) -> Profile {
+        Profile::parse(Path::new("/nonexistent/conform.toml"), text).expect("the profile parses")
+    }
+
+    fn commands(manifest: serde_json::Value) -> Commands {
+        Commands::from_manifest(&manifest)
+    }
+
+    #[test]
+    fn a_declaration_no_command_makes_is_not_applicable_before_any_profile_gap() {
+        let plain = commands(json!({"commands": {"convert": {"danger_level": "safe"}}}));
+        let s = scenario("roles = [\"detach\"]", "");
+        assert_eq!(
+            skip_with_manifest(&s, &profile(""), &plain),
+            Some(SkipReason::NotApplicable {
+                needs: Declaration::Detach,
+                role: Some("detach".into())
+            })
+        );
+        let rule = scenario("", "applies_to = \"interruption\"");
+        let reason = skip_with_manifest(&rule, &profile(""), &plain).expect("a skip");
+        assert!(reason.is_not_applicable());
+        assert_eq!(
+            reason.to_string(),
+            "not applicable: no command of the manifest declares `interruption`, so the rule has nothing to judge"
+        );
+    }
+
+    #[test]
+    fn a_missing_role_names_the_commands_that_could_fill_it() {
+        let manifest = json!({"commands": {
+            "analyze": {"interruption": {"detach": true, "resume": true}},
+            "convert": {}
+        }});
+        let s = scenario("roles = [\"detach\"]", "");
+        let reason = skip_with_manifest(&s, &profile(""), &commands(manifest)).expect("a skip");
+        assert_eq!(reason.missing_roles(), ["detach"]);
+        assert_eq!(
+            reason.to_string(),
+            "profile names no `detach` role; the manifest's `analyze` could fill `detach` (`conform init` drafts it)"
+        );
+    }
+
+    #[test]
+    fn a_role_on_a_command_without_the_declaration_says_so() {
+        let manifest = json!({"commands": {
+            "analyze": {"interruption": {"detach": true, "resume": true}},
+            "convert": {}
+        }});
+        let s = scenario("roles = [\"detach\"]", "");
+        let on_convert = profile("[roles.detach]\nargv = [\"convert\", \"big.csv\"]\n");
+        assert_eq!(
+            skip_with_manifest(&s, &on_convert, &commands(manifest.clone()))
+                .map(|r| r.to_string()),
+            Some(
+                "the `detach` role runs `convert`, which does not declare `interruption` with `detach: true`; point it at `analyze`"
+                    .to_owned()
+            )
+        );
+        let on_analyze = profile("[roles.detach]\nargv = [\"analyze\", \"big.csv\"]\n");
+        assert_eq!(skip_with_manifest(&s, &on_analyze, &commands(manifest)), None);
+    }
 }

@@ -17,11 +17,11 @@ use crate::calibrate::{self, Calibration, Calibrator};
 use crate::discover::{DiscoveryRun, HEADLINE_TAG, Subject};
 use crate::event::{Event, EventSender};
 use crate::outcome::FindingKind;
-use crate::outcome::{Finding, ScenarioResult, SkipReason, Status, millis};
-use crate::plan::Planned;
+use crate::outcome::{Finding, Note, ScenarioResult, SkipReason, Status, millis};
+use crate::plan::{self, Planned};
 use crate::prepare::{self, Needs};
 use crate::profile::Profile;
-use crate::scenario::Scenario;
+use crate::scenario::{Declaration, Scenario};
 use crate::step;
 use crate::tool::Tool;
 
@@ -77,6 +77,27 @@ impl Engine {
         })
     }
 
+    /// Whether some command of the manifest makes this declaration (`None` when no manifest
+    /// was read).
+    pub fn declares(&self, declaration: Declaration) -> Option<bool> {
+        self.discovery
+            .result
+            .is_ok()
+            .then(|| !self.subject.commands.declaring(declaration).is_empty())
+    }
+
+    /// Why a planned scenario will not run: with the manifest read, what its commands declare
+    /// decides ([`plan::skip_with_manifest`]); without it, the profile's gaps and the failed
+    /// discovery do.
+    fn skip_for(&self, p: &Planned<'_>) -> Option<SkipReason> {
+        match &self.discovery.result {
+            Ok(_) => {
+                plan::skip_with_manifest(p.scenario, &self.subject.profile, &self.subject.commands)
+            }
+            Err(_) => p.skip.clone().or_else(|| self.discovery.skip_for(p.scenario)),
+        }
+    }
+
     /// The input file of a role (`{input}`): the first word of its argv that names a regular
     /// file in the sandbox's working directory once fixtures and setup are in place.
     fn input_of(&self, role: &str, work: &Path) -> Option<String> {
@@ -104,7 +125,7 @@ impl Engine {
                     loop {
                         let i = next.fetch_add(1, Ordering::SeqCst);
                         let Some(p) = planned.get(i) else { break };
-                        let skip = p.skip.clone().or_else(|| self.discovery.skip_for(p.scenario));
+                        let skip = self.skip_for(p);
                         let (mut result, root) = match skip {
                             Some(reason) => (result_for(p.scenario, Status::Skip { reason }), None),
                             None => {
@@ -225,12 +246,20 @@ impl Engine {
         };
         let steps = step::run_steps(&self.subject, scenario, &sandbox, calibration, input);
         let (mut findings, harness_error) = (steps.findings, steps.harness_error);
+        // A leak after a cancel that failed is that cancel's doing: the finding says which.
+        let after_cancels = match steps.failed_cancels.as_slice() {
+            [] => "its cancels".to_owned(),
+            failed => {
+                let list: Vec<String> = failed.iter().map(ToString::to_string).collect();
+                format!("its cancels (failed: {})", list.join("; "))
+            }
+        };
         for leak in sandbox.sweep() {
             findings.push(
                 Finding::new(
                     FindingKind::LeakedProcess,
                     format!(
-                        "process {} still ran after the scenario and its cancels (killed now)",
+                        "process {} still ran after the scenario and {after_cancels} (killed now)",
                         leak.pid
                     ),
                 )
@@ -238,6 +267,7 @@ impl Engine {
                 .actual(leak.cmdline.join(" ")),
             );
         }
+        notes.extend(steps.failed_cancels.into_iter().map(Note::CancelFailed));
         result.steps = steps.records;
         result.status = match (harness_error, steps.skip, findings.is_empty()) {
             (Some(message), _, _) => Status::Error { message },

@@ -28,6 +28,63 @@ pub const ROLE_NAMES: [&str; 8] = [
     "idempotent_writer",
 ];
 
+/// What a scenario needs some command of the manifest to declare before it can judge anything:
+/// without such a command the criterion is **not applicable** to the tool (a rule over zero
+/// declarations holds vacuously, and no profile role could ever fill it), which is a different
+/// answer from a profile that forgot a role.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Declaration {
+    /// `interruption`, in any form.
+    Interruption,
+    /// `interruption` with `detach: true`.
+    Detach,
+    /// `interruption` with `detach: true, resume: false`.
+    DetachOnly,
+    /// `interruption` with `resume: true, detach: false`, on a command that does not write.
+    ResumeReader,
+    /// `interruption` with `resume: true, detach: false`, on a command that writes.
+    ResumeWriter,
+    /// `async: true`.
+    Async,
+    /// A writing command with an `idempotency-key` flag.
+    IdempotencyKey,
+}
+
+impl Declaration {
+    /// The declaration in the manifest's words, for a sentence.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Declaration::Interruption => "`interruption`",
+            Declaration::Detach => "`interruption` with `detach: true`",
+            Declaration::DetachOnly => "`interruption` with `detach: true, resume: false`",
+            Declaration::ResumeReader => {
+                "`interruption` with `resume: true, detach: false` on a read-only command"
+            }
+            Declaration::ResumeWriter => {
+                "`interruption` with `resume: true, detach: false` on a writing command"
+            }
+            Declaration::Async => "`async: true`",
+            Declaration::IdempotencyKey => "an `idempotency-key` flag on a writing command",
+        }
+    }
+}
+
+/// What a role's command must declare ([`Declaration`]); `None` for a role any command can
+/// fill (`plain_slow`: a command without interruption).
+pub fn role_declaration(role: &str) -> Option<Declaration> {
+    match role {
+        "detach" => Some(Declaration::Detach),
+        "detach_only" => Some(Declaration::DetachOnly),
+        "resume_reader" => Some(Declaration::ResumeReader),
+        "resume_writer" => Some(Declaration::ResumeWriter),
+        "stalling" => Some(Declaration::Interruption),
+        "async" => Some(Declaration::Async),
+        "idempotent_writer" => Some(Declaration::IdempotencyKey),
+        _ => None,
+    }
+}
+
 /// How strongly the contract asks for a criterion.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -79,6 +136,11 @@ pub struct Scenario {
     /// Why the scenario is built the way it is (shown by `conform explain`).
     #[serde(default)]
     pub notes: Option<String>,
+    /// A declaration the scenario judges without a role (a manifest rule over interruptible
+    /// commands): with no command declaring it, the scenario is not applicable. Its roles add
+    /// theirs ([`Scenario::declarations`]).
+    #[serde(default)]
+    pub applies_to: Option<Declaration>,
     /// What to do, in order.
     pub steps: Vec<Step>,
 }
@@ -752,6 +814,18 @@ impl Scenario {
     /// The primary role (the first named), whose calibration the variables refer to.
     pub fn primary_role(&self) -> Option<&str> {
         self.roles.first().map(String::as_str)
+    }
+
+    /// The declarations some command must make for the scenario to apply: its `applies_to`,
+    /// then each role's, each once.
+    pub fn declarations(&self) -> Vec<Declaration> {
+        let mut all: Vec<Declaration> = self.applies_to.into_iter().collect();
+        for d in self.roles.iter().filter_map(|r| role_declaration(r)) {
+            if !all.contains(&d) {
+                all.push(d);
+            }
+        }
+        all
     }
 
     /// Whether the scenario needs a calibrated role (it uses a calibration variable or compares

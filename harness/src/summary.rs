@@ -28,6 +28,9 @@ pub struct RunFacts<'a> {
     pub duration_ms: u64,
     /// Whether a signal interrupted the run (its unfinished scenarios are skipped as such).
     pub interrupted: bool,
+    /// Whether some command of the manifest declares `interruption` (`None`: no manifest was
+    /// read); with `Some(false)` §79's claim is not applicable.
+    pub interruption_declared: Option<bool>,
 }
 
 /// A verdict over a group of scenarios (a requirement, a level).
@@ -170,7 +173,13 @@ impl RunSummary {
     /// Summarizes a run's results, given what the run knew besides them (stale baseline entries
     /// are read from the results' [`BaselineMark`]s).
     pub fn compute(results: &[ScenarioResult], facts: &RunFacts<'_>) -> Self {
-        let RunFacts { unselected, baseline_in_use, duration_ms, interrupted } = *facts;
+        let RunFacts {
+            unselected,
+            baseline_in_use,
+            duration_ms,
+            interrupted,
+            interruption_declared,
+        } = *facts;
         // Coverage is read off the results: the roles whose absence skipped a scenario.
         let roles_missing: Vec<String> = results
             .iter()
@@ -242,7 +251,7 @@ impl RunSummary {
             counts,
             levels,
             requirements,
-            claims: levels::verdicts(results, unselected),
+            claims: levels::verdicts(results, unselected, interruption_declared),
             kit_checks: levels::kit_checks(results),
             coverage: Coverage {
                 run: counts.total - counts.skip,

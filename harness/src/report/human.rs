@@ -74,6 +74,7 @@ impl Paint {
             Claim::Pass => self.green(c.as_str()),
             Claim::Fail => self.red(c.as_str()),
             Claim::Incomplete => self.yellow(c.as_str()),
+            Claim::NotApplicable => self.dim(c.as_str()),
         }
     }
     fn verdict(self, v: Verdict) -> String {

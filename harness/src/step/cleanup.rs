@@ -1,7 +1,9 @@
 //! After the steps: every job the scenario saw is cancelled (each `data.cancel_command` of a
 //! response; `TOOL job cancel <id>` for a job id seen without one, when the manifest has
 //! `job.cancel`), and the tool gets [`CLEANUP_GRACE`] to let its workers stop, so that the
-//! sandbox sweep after it reports only processes that outlived their cancel.
+//! sandbox sweep after it reports only processes that outlived their cancel. A cancel that
+//! could not run (a shell's 126/127, a signal, its own time limit) or that left the scenario's
+//! processes running is reported ([`FailedCancel`]): a leak is then explained by its cancel.
 
 use std::collections::BTreeSet;
 use std::ffi::OsString;
@@ -10,8 +12,8 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::ScenarioState;
-use crate::exec::{self, Invocation, Program};
-use crate::outcome::Finding;
+use crate::exec::{self, Invocation, Program, Termination};
+use crate::outcome::FailedCancel;
 use crate::sandbox;
 
 /// How long workers get to stop after their jobs were cancelled, before the sweep.
@@ -19,9 +21,10 @@ pub const CLEANUP_GRACE: Duration = Duration::from_secs(5);
 
 impl ScenarioState<'_> {
     /// Cancels every job seen, then waits (bounded) for marked processes to go away. Returns
-    /// findings only for faults of the clean-up itself (none today: a failing cancel of a job
-    /// that already ended is normal).
-    pub(super) fn clean_up(&mut self) -> Vec<Finding> {
+    /// the cancels that failed and matter: those that could not run, and, when processes are
+    /// left after the grace, every failed one (a failing cancel of a job that already ended is
+    /// normal, and said nothing about).
+    pub(super) fn clean_up(&mut self) -> Vec<FailedCancel> {
         let mut lines: BTreeSet<String> = BTreeSet::new();
         let mut bare_ids: BTreeSet<String> = BTreeSet::new();
         for obs in &self.observations {
@@ -49,17 +52,62 @@ impl ScenarioState<'_> {
                 ));
             }
         }
+        let mut failed: Vec<(FailedCancel, bool)> = Vec::new();
         for mut inv in invocations {
             if crate::interrupt::interrupted() {
                 break;
             }
-            inv.timeout = Duration::from_secs(15);
-            let _ = exec::run(&inv);
+            inv.timeout = CANCEL_LIMIT;
+            if let Some(fault) = judge_cancel(&inv, exec::run(&inv)) {
+                failed.push(fault);
+            }
         }
         let deadline = Instant::now() + CLEANUP_GRACE;
-        while Instant::now() < deadline && !sandbox::scan(&self.marker).is_empty() {
+        let mut left = !sandbox::scan(&self.marker).is_empty();
+        while left && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(100));
+            left = !sandbox::scan(&self.marker).is_empty();
         }
-        Vec::new()
+        failed
+            .into_iter()
+            .filter(|(_, could_not_run)| *could_not_run || left)
+            .map(|(f, _)| f)
+            .collect()
     }
+}
+
+/// The bound on one cancel of the clean-up.
+const CANCEL_LIMIT: Duration = Duration::from_secs(15);
+
+/// A cancel that did not succeed, and whether it could not run at all (the shell found no
+/// program or could not execute it, a signal ended it, it outlived [`CANCEL_LIMIT`]).
+fn judge_cancel(
+    inv: &Invocation,
+    run: Result<exec::Outcome, exec::ExecError>,
+) -> Option<(FailedCancel, bool)> {
+    let command = match &inv.program {
+        Program::Shell(line) => line.clone(),
+        Program::Argv(argv) => {
+            argv.iter().map(|a| a.to_string_lossy().into_owned()).collect::<Vec<_>>().join(" ")
+        }
+    };
+    let outcome = match run {
+        Ok(outcome) => outcome,
+        Err(e) => {
+            let ended = format!("could not start: {e}");
+            return Some((FailedCancel { command, ended, stderr_tail: String::new() }, true));
+        }
+    };
+    let could_not_run = match outcome.termination {
+        Termination::Exited(0) => return None,
+        Termination::Exited(code) => matches!(code, 126 | 127),
+        Termination::Signaled(_) | Termination::TimedOut => true,
+    };
+    let stderr = String::from_utf8_lossy(&outcome.stderr.bytes);
+    let stderr_tail = stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
+    let ended = crate::outcome::Ended::from(outcome.termination).to_string();
+    Some((
+        FailedCancel { command, ended, stderr_tail: stderr_tail.chars().take(300).collect() },
+        could_not_run,
+    ))
 }

@@ -29,7 +29,7 @@ use crate::discover::Subject;
 use crate::exec::{self, Invocation, Program, Termination};
 use crate::observe::{self, Observation, StdoutProblem};
 use crate::outcome::FindingKind;
-use crate::outcome::{Finding, Repro, SkipReason, StepRecord, millis};
+use crate::outcome::{FailedCancel, Finding, Repro, SkipReason, StepRecord, millis};
 use crate::prepare::SETUP_LIMIT;
 use crate::sandbox::{self, Sandbox};
 use crate::scenario::{
@@ -55,6 +55,8 @@ pub struct StepsOutcome {
     pub records: Vec<StepRecord>,
     /// Why the scenario could not be judged as the profile stands, when a step found out.
     pub skip: Option<SkipReason>,
+    /// The clean-up's cancels that failed and matter ([`cleanup`]).
+    pub failed_cancels: Vec<FailedCancel>,
 }
 
 /// Runs the scenario's steps in the prepared sandbox, then cancels every job they saw.
@@ -103,7 +105,7 @@ pub fn run_steps(
             }
         }
     }
-    outcome.findings.extend(state.clean_up());
+    outcome.failed_cancels = state.clean_up();
     outcome.records = state.observations.iter().map(|o| o.record.clone()).collect();
     outcome
 }

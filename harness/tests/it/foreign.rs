@@ -2,8 +2,8 @@
 //! one built with another framework (schema 3.19, signal exits in every command's exit codes,
 //! `--timeout` in seconds, a 2 s SIGINT grace, a slow start-up, bare-name job commands, no
 //! interruption). Every one of those is a legal choice; its one true defect is `job status`
-//! exiting 3 for a running job (REQ-F-082 and REQ-C-022 say 14). conform must report exactly
-//! that, with a message that says what to fix.
+//! exiting 3 for a running job (REQ-C-022 says 14). conform must report exactly that, with a
+//! message that says what to fix, and call §79 not applicable: no command declares interruption.
 
 use std::path::{Path, PathBuf};
 
@@ -55,4 +55,22 @@ fn a_foreign_framework_gets_exactly_its_true_defect() {
         let s = scenarios.iter().find(|s| s["id"] == id).unwrap();
         assert_eq!(s["status"], "pass", "{s:#}");
     }
+    // §79 governs declarations this tool never makes: nothing to claim, and nothing to fill in.
+    let claims = report["data"]["claims"].as_array().unwrap();
+    let claim = |id: &str| claims.iter().find(|c| c["claim"] == id).unwrap();
+    let interruption = claim("interruption");
+    assert_eq!(interruption["verdict"], "not-applicable", "{interruption:#}");
+    assert_eq!(
+        interruption["reasons"],
+        serde_json::json!(["no command of the manifest declares `interruption`"])
+    );
+    // The defect is REQ-C-022's, a Level 2 requirement; Level 1 holds.
+    assert_eq!(claim("level-1")["verdict"], "pass", "{:#}", report["data"]["claims"]);
+    assert_eq!(claim("level-2")["verdict"], "fail", "{:#}", report["data"]["claims"]);
+    let detach = scenarios.iter().find(|s| s["id"] == "detach-hands-off-running").unwrap();
+    let reason = detach["reason"].as_str().unwrap_or("");
+    assert!(
+        reason.starts_with("not applicable: no command of the manifest declares"),
+        "{detach:#}"
+    );
 }

@@ -649,3 +649,54 @@ fn the_next_run_removes_what_a_killed_conform_left() {
     }
     std::fs::remove_dir_all(&live_root).unwrap();
 }
+
+/// A job whose `cancel_command` cannot run (the program is not on PATH) outlives the scenario:
+/// the leak finding and a note say which cancel failed and how, so the vendor is sent to the
+/// cancel, not to a mystery process.
+#[test]
+fn a_cancel_that_cannot_run_is_named_by_the_leak_it_leaves() {
+    let dir = tempfile::tempdir().unwrap();
+    let tool = dir.path().join("tool");
+    crate::support::write_executable(
+        &tool,
+        r#"#!/bin/sh
+case "$1" in
+manifest) printf '{"schema_version":"1.0","commands":{"build":{"async":true,"danger_level":"safe"}}}\n' ;;
+build)
+  sleep 120 >/dev/null 2>&1 &
+  printf '{"ok":true,"data":{"job_id":"j1","status":"running","terminal":false,"status_command":"no-such-tool job status j1","cancel_command":"no-such-tool job cancel j1","poll_interval_ms":100,"timeout_ms":60000},"error":null,"warnings":[],"meta":{"exit_code":0,"duration_ms":1}}\n' ;;
+esac
+"#,
+    );
+    let profile = dir.path().join("conform.toml");
+    std::fs::write(&profile, "[roles.async]\nargv = [\"build\"]\n").unwrap();
+    let out = crate::support::conform()
+        .arg("run")
+        .arg(&tool)
+        .arg("--profile")
+        .arg(&profile)
+        .args(["--only", "async-returns-a-job-descriptor", "--format", "json"])
+        .output()
+        .unwrap();
+    let report = crate::support::stdout_json(&out);
+    let scenario = &report["data"]["scenarios"][0];
+    let leak = scenario["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["check"] == "leaked-process")
+        .unwrap_or_else(|| panic!("no leak finding: {scenario:#}"));
+    let message = leak["message"].as_str().unwrap();
+    assert!(
+        message.contains("its cancels (failed: `no-such-tool job cancel j1` (exit 127)"),
+        "{message}"
+    );
+    let notes: Vec<&str> =
+        scenario["notes"].as_array().unwrap().iter().filter_map(|n| n.as_str()).collect();
+    assert!(
+        notes.iter().any(|n| n
+            .starts_with("clean-up: a cancel failed: `no-such-tool job cancel j1` (exit 127): ")
+            && n.contains("not found")),
+        "{notes:?}"
+    );
+}

@@ -6,7 +6,7 @@ use conform::levels::{
 };
 use conform::outcome::{BaselineMark, ScenarioResult, SkipReason, Status};
 use conform::scenario::Catalogue;
-use conform::scenario::Obligation;
+use conform::scenario::{Declaration, Obligation};
 use conform::summary::{RunFacts, RunSummary};
 
 use crate::report::result;
@@ -107,7 +107,7 @@ fn requirements_sit_at_the_lowest_level_that_includes_them() {
 
 #[test]
 fn every_must_scenario_passing_passes_every_claim() {
-    let all = verdicts(&all_levels_pass(), &[]);
+    let all = verdicts(&all_levels_pass(), &[], None);
     assert_eq!(
         verdict_words(&all),
         [
@@ -130,7 +130,7 @@ fn every_must_scenario_passing_passes_every_claim() {
 fn a_failure_fails_its_level_and_every_level_above_only() {
     let mut results = all_levels_pass();
     results[1].status = Status::Fail;
-    let all = verdicts(&results, &[]);
+    let all = verdicts(&results, &[], None);
     assert_eq!(
         verdict_words(&all),
         [
@@ -152,7 +152,7 @@ fn a_skip_or_a_harness_error_leaves_a_claim_incomplete_and_a_failure_still_wins(
         reason: SkipReason::MissingKit { what: "`read` probes".into(), profile: true },
     };
     results[2].status = Status::Error { message: "sandbox".into() };
-    let all = verdicts(&results, &[]);
+    let all = verdicts(&results, &[], None);
     assert_eq!(claim(&all, "level-1").verdict, Claim::Incomplete);
     assert_eq!(
         claim(&all, "level-1").reasons,
@@ -162,7 +162,7 @@ fn a_skip_or_a_harness_error_leaves_a_claim_incomplete_and_a_failure_still_wins(
     assert_eq!(claim(&all, "level-3").not_judged, 2);
     assert!(claim(&all, "level-3").failed.is_empty());
     results[1].status = Status::Fail;
-    assert_eq!(claim(&verdicts(&results, &[]), "level-3").verdict, Claim::Fail);
+    assert_eq!(claim(&verdicts(&results, &[], None), "level-3").verdict, Claim::Fail);
 }
 
 #[test]
@@ -176,7 +176,7 @@ fn should_and_may_scenarios_and_expected_failures_never_fail_a_claim() {
         Status::Skip { reason: SkipReason::NoInstanceSelection },
     ));
     assert!(
-        verdicts(&results, &[])
+        verdicts(&results, &[], None)
             .iter()
             .filter(|c| c.claim != "level-3")
             .all(|c| c.verdict == Claim::Pass)
@@ -184,7 +184,7 @@ fn should_and_may_scenarios_and_expected_failures_never_fail_a_claim() {
     // A failure the baseline expected is known, not judged: the claim waits for its fix.
     results[2].status = Status::Fail;
     results[2].baseline = Some(BaselineMark::ExpectedFailure { reason: "issue 7".into() });
-    let all = verdicts(&results, &[]);
+    let all = verdicts(&results, &[], None);
     assert_eq!(claim(&all, "interruption").verdict, Claim::Incomplete);
     assert_eq!(claim(&all, "level-1").verdict, Claim::Pass);
 }
@@ -198,7 +198,7 @@ fn a_scenario_left_out_by_only_leaves_its_levels_incomplete() {
         requirement: "REQ-F-002".into(),
         level: Obligation::Must,
     }];
-    let all = verdicts(&results, &unselected);
+    let all = verdicts(&results, &unselected, None);
     assert!(all[..3].iter().all(|c| c.verdict == Claim::Incomplete), "{all:#?}");
     assert_eq!(
         claim(&all, "level-1").reasons,
@@ -216,12 +216,61 @@ fn a_scenario_left_out_by_only_leaves_its_levels_incomplete() {
 
 #[test]
 fn nothing_to_judge_is_incomplete_not_a_pass() {
-    let all = verdicts(&[pass("budget-flag-beats-env", "REQ-F-080")], &[]);
+    let all = verdicts(&[pass("budget-flag-beats-env", "REQ-F-080")], &[], None);
     assert_eq!(claim(&all, "level-1").verdict, Claim::Incomplete);
     assert_eq!(claim(&all, "level-1").reasons, ["no `must` scenario checks it"]);
     // A claim judges what ran: a real run reports every other scenario of the catalogue as a
     // result or as not selected, and those decide it (see the test above).
     assert_eq!(claim(&all, "level-3").verdict, Claim::Pass);
+}
+
+/// A criterion no command declares anything for keeps no claim from a verdict; §79 on a tool
+/// without any interruption declaration is not applicable, unless one of its scenarios failed.
+#[test]
+fn not_applicable_skips_leave_claims_alone_and_section_79_can_be_not_applicable() {
+    let not_applicable = || Status::Skip {
+        reason: SkipReason::NotApplicable {
+            needs: Declaration::Detach,
+            role: Some("detach".into()),
+        },
+    };
+    let mut results = all_levels_pass();
+    results.push(result(
+        "detach-hands-off-running",
+        "REQ-F-082",
+        Obligation::Must,
+        not_applicable(),
+    ));
+    let all = verdicts(&results, &[], None);
+    assert_eq!(claim(&all, "level-3").verdict, Claim::Pass, "{all:#?}");
+    assert_eq!(claim(&all, "level-3").not_judged, 0);
+    assert_eq!(claim(&all, "level-3").not_applicable, 1);
+    assert_eq!(claim(&all, "interruption").verdict, Claim::Pass);
+    // The manifest read and no command declaring interruption: nothing to claim, even with
+    // another §79 scenario skipped for a missing role.
+    results.push(result(
+        "stalled-job-times-out",
+        "REQ-F-081",
+        Obligation::Must,
+        Status::Skip {
+            reason: SkipReason::MissingRoles {
+                roles: vec!["stalling".into()],
+                profile: true,
+                candidates: Vec::new(),
+            },
+        },
+    ));
+    let all = verdicts(&results, &[], Some(false));
+    let interruption = claim(&all, "interruption");
+    assert_eq!(interruption.verdict, Claim::NotApplicable, "{interruption:#?}");
+    assert_eq!(interruption.reasons, ["no command of the manifest declares `interruption`"]);
+    assert_eq!(
+        claim(&verdicts(&results, &[], Some(true)), "interruption").verdict,
+        Claim::Incomplete
+    );
+    // A failure is news even where nothing is declared.
+    results[2].status = Status::Fail;
+    assert_eq!(claim(&verdicts(&results, &[], Some(false)), "interruption").verdict, Claim::Fail);
 }
 
 /// The README's table of the kit's checks says what [`KIT_CHECKS`] says, and every fixture and

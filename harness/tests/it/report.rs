@@ -125,7 +125,11 @@ pub fn sample_results() -> Vec<ScenarioResult> {
         "REQ-F-080",
         Obligation::Should,
         Status::Skip {
-            reason: SkipReason::MissingRoles { roles: vec!["detach".into()], profile: true },
+            reason: SkipReason::MissingRoles {
+                roles: vec!["detach".into()],
+                profile: true,
+                candidates: Vec::new(),
+            },
         },
     );
 
