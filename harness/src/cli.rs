@@ -382,9 +382,9 @@ fn run_command(args: &RunArgs, started: Instant) -> Result<u8, ArgError> {
     Ok(code)
 }
 
-fn init(tool: &OsString, output: Option<&Path>) -> Result<u8, ArgError> {
+fn init(tool_arg: &OsString, output: Option<&Path>) -> Result<u8, ArgError> {
     let fail = |m: String| ArgError::new(m, OutputFormat::Human);
-    let tool = resolve_tool(tool).map_err(fail)?;
+    let tool = resolve_tool(tool_arg).map_err(fail)?;
     if let Some(path) = output
         && path.exists()
     {
@@ -408,7 +408,11 @@ fn init(tool: &OsString, output: Option<&Path>) -> Result<u8, ArgError> {
             )));
         }
     };
-    let text = crate::init::skeleton(&tool.display().to_string(), &manifest);
+    // A bare name stays one (looked up in PATH wherever the profile is used); a path is
+    // written as resolved.
+    let given = tool_arg.to_string_lossy();
+    let name = if given.contains('/') { tool.display().to_string() } else { given.into_owned() };
+    let text = crate::init::skeleton(&name, &manifest);
     match output {
         Some(path) => std::fs::write(path, &text)
             .map_err(|e| fail(format!("failed to write {}: {e}", path.display())))?,

@@ -208,6 +208,9 @@ pub struct CommandInfo {
     pub is_async: bool,
     /// The flag names it declares.
     pub flags: BTreeSet<String>,
+    /// A framework built-in (`"builtin": true`, or the job runtime's, `manifest`, `version`,
+    /// `help`): no vendor's work, so never a role's command or a probe `init` proposes.
+    pub builtin: bool,
 }
 
 impl CommandInfo {
@@ -263,6 +266,9 @@ impl Commands {
                         detach: interruption.map(|_| flag("detach").unwrap_or(false)),
                         resume: interruption.map(|_| flag("resume").unwrap_or(false)),
                         is_async: entry.get("async").and_then(Value::as_bool).unwrap_or(false),
+                        builtin: entry.get("builtin").and_then(Value::as_bool) == Some(true)
+                            || matches!(path.as_str(), "manifest" | "version" | "help" | "job")
+                            || path.starts_with("job."),
                         flags: entry
                             .get("flags")
                             .and_then(Value::as_object)

@@ -1,59 +1,77 @@
 //! `conform init TOOL`: a commented profile skeleton drafted from the tool's manifest.
 //!
 //! conform cannot know which arguments give a command seconds of work, so every role is
-//! written commented out, under the commands whose declaration fits it, with `<ARGS>` where the
-//! vendor fills in arguments. The draft is a valid profile as it stands (`conform run` then
+//! written commented out, under the commands whose declaration fits it (the same test the plan
+//! applies, least dangerous first, framework built-ins left out: `"builtin": true`, the job
+//! runtime, `manifest`, `version`, `help`), as argv arrays with `<ARGS>` where the vendor fills
+//! in arguments. A role no command can fill gets one line saying why (for §79's roles: no
+//! command makes the declaration, so its scenarios are not applicable). `[tool] command` names
+//! the tool as it was given (a bare name stays one), so `conform run --profile` needs no TOOL.
+//! A tool with no usable manifest gets no draft: exit 2, saying whether the manifest command
+//! hung, failed or printed no JSON. The draft is a valid profile as it stands (`conform run` then
 //! runs the static and quick checks), and each role a vendor uncomments unlocks its scenarios.
 //! The kit's probes are drafted the same way: read and invalid probes as they are, and
-//! commented, a destructive probe for a destructive command, two stream probes (one
-//! interrupted) for a command that declares streaming, and an argument order for a safe,
-//! plain command with a value-taking flag, moved around a global option that offers `json`.
+//! commented, a destructive probe for the vendor's destructive command (by `danger_level`),
+//! two stream probes (one interrupted) for a command that declares streaming, and an argument
+//! order for a safe, plain command with a value-taking flag, moved around a global option that
+//! offers `json`.
 
 use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use crate::discover::{CommandInfo, Commands};
+use crate::discover::Commands;
+use crate::scenario::role_declaration;
 use crate::schemas::unwrap_manifest;
 
-/// Which role a command's declaration suits, and why, in the order roles are listed.
-fn roles_for(path: &str, info: &CommandInfo) -> Vec<(&'static str, &'static str)> {
-    let mut roles = Vec::new();
-    match (info.detach, info.resume) {
-        (Some(true), Some(true)) => {
-            roles.push(("detach", "detach: true; give it at least about 2 s of work"));
-            roles.push((
-                "stalling",
-                "detach: true; make its progress stop and its idle_timeout_ms short",
-            ));
-        }
-        (Some(true), _) => {
-            roles.push(("detach", "detach: true; give it at least about 2 s of work"));
-            roles.push(("detach_only", "detach: true, resume: false"));
-        }
-        (_, Some(true)) if info.writes() => {
-            roles.push(("resume_writer", "resume: true, detach: false, writes"));
-        }
-        (_, Some(true)) => roles.push(("resume_reader", "resume: true, detach: false, read-only")),
-        _ if info.is_async => {
-            roles.push(("async", "async: true; its job must run for a few seconds"))
-        }
-        _ if !builtin(path) => {
-            roles.push(("plain_slow", "no interruption; it must outlive a short --timeout"));
-        }
-        _ => {}
+/// What a role's command must be, as a hint beside each candidate.
+fn role_hint(role: &str) -> &'static str {
+    match role {
+        "detach" => "detach: true; give it at least about 2 s of work",
+        "detach_only" => "detach: true, resume: false",
+        "resume_reader" => "resume: true, detach: false, read-only",
+        "resume_writer" => "resume: true, detach: false, writes; takes --idempotency-key",
+        "stalling" => "interruptible; make its progress stop and its idle_timeout_ms short",
+        "async" => "async: true; its job must run for a few seconds",
+        "idempotent_writer" => "writes and takes --idempotency-key; quick work",
+        "plain_slow" => "no interruption; it must outlive a short --timeout",
+        _ => "",
     }
-    if info.writes() && info.flags.contains("idempotency-key") && !builtin(path) {
-        roles.push(("idempotent_writer", "writes and takes --idempotency-key; quick work"));
-    }
-    roles
 }
 
-fn builtin(path: &str) -> bool {
-    matches!(path, "manifest" | "version" | "help") || path == "job" || path.starts_with("job.")
+/// The commands whose declaration suits a role (the plan's own test, so a drafted role is one
+/// conform runs), built-ins left out: they are the framework's, not the vendor's work.
+/// The least dangerous come first, since conform runs the one the vendor picks again and again.
+fn candidates<'c>(role: &str, commands: &'c Commands) -> Vec<&'c str> {
+    let rank = |danger: &str| match danger {
+        "safe" => 0,
+        "mutating" => 1,
+        "destructive" => 2,
+        _ => 3,
+    };
+    let mut found: Vec<(&str, u8)> = commands
+        .by_path
+        .iter()
+        .filter(|(_, info)| !info.builtin)
+        .filter(|(_, info)| match role_declaration(role) {
+            Some(needs) => info.declares(needs),
+            // A plain command outside the job runtime; never a destructive one, which conform
+            // would run and cut short again and again.
+            None => !info.interruptible() && !info.is_async && info.danger_level != "destructive",
+        })
+        .map(|(path, info)| (path.as_str(), rank(&info.danger_level)))
+        .collect();
+    found.sort_by_key(|(_, rank)| *rank);
+    found.into_iter().map(|(path, _)| path).collect()
 }
 
-/// The skeleton for a tool whose manifest response is `manifest`; `tool` is shown in comments.
+/// A command path as a TOML array: `note.delete` -> `["note", "delete"]`.
+fn argv_words(path: &str) -> String {
+    format!("[{}]", words(path))
+}
+
+/// The skeleton for a tool whose manifest response is `manifest`; `tool` is how a profile
+/// names it (`[tool] command`: a bare name looked up in PATH, or a path).
 pub fn skeleton(tool: &str, manifest: &Value) -> String {
     let commands = Commands::from_manifest(manifest);
     let version = unwrap_manifest(manifest)
@@ -68,30 +86,38 @@ pub fn skeleton(tool: &str, manifest: &Value) -> String {
         "# As it stands it runs the static and quick checks. Uncomment a role, fill in <ARGS>\n\
          # (arguments that give the command seconds of work), fixtures and setup, and its\n\
          # scenarios run too. The roles and every key are described in conform's manual.\n\n\
-         [tool]\n\
-         # env = { MYTOOL_PACE_MS = \"100\" }      # for every invocation\n\
+         [tool]\n",
+    );
+    // `conform run --profile conform.toml` then needs no TOOL argument.
+    let _ = writeln!(out, "command = [{tool:?}]");
+    out.push_str(
+        "# env = { MYTOOL_PACE_MS = \"100\" }      # for every invocation\n\
          # instance_flag = \"--instance-id\"        # or instance_env = \"MYTOOL_INSTANCE_ID\"\n",
     );
-    let mut by_role: Vec<(&str, Vec<(String, &str)>)> = Vec::new();
-    for (path, info) in &commands.by_path {
-        for (role, why) in roles_for(path, info) {
-            match by_role.iter_mut().find(|(r, _)| *r == role) {
-                Some((_, list)) => list.push((path.clone(), why)),
-                None => by_role.push((role, vec![(path.clone(), why)])),
-            }
-        }
-    }
     for role in crate::profile::ROLE_NAMES {
-        let Some((_, candidates)) = by_role.iter().find(|(r, _)| *r == role) else { continue };
-        let _ = writeln!(out, "\n# Role `{role}`: candidates from the manifest:");
-        for (path, why) in candidates {
-            let _ = writeln!(out, "#   {path} ({why})");
+        let found = candidates(role, &commands);
+        let Some(first) = found.first() else {
+            // Say why the role stays empty, so nobody hunts for a command that cannot exist.
+            let why = match role_declaration(role) {
+                Some(needs) => format!(
+                    "no command declares {}: its scenarios are not applicable",
+                    needs.describe()
+                ),
+                None => {
+                    "no command outside the built-ins, the job runtime and the destructive ones"
+                        .to_owned()
+                }
+            };
+            let _ = writeln!(out, "\n# Role `{role}`: none can fill it ({why}).");
+            continue;
+        };
+        let _ =
+            writeln!(out, "\n# Role `{role}` ({}): candidates from the manifest:", role_hint(role));
+        for path in &found {
+            let _ = writeln!(out, "#   {}", argv_words(path));
         }
-        let (path, _) = &candidates[0];
-        let words: Vec<String> =
-            path.split('.').map(|w| format!("{w:?}")).chain(["\"<ARGS>\"".to_owned()]).collect();
         let _ = writeln!(out, "# [roles.{role}]");
-        let _ = writeln!(out, "# argv = [{}]", words.join(", "));
+        let _ = writeln!(out, "# argv = [{}, \"<ARGS>\"]", words(first));
         let _ = writeln!(out, "# fixtures = [\"fixtures/<FILE>\"]   # relative to this file");
         let _ = writeln!(out, "# setup = [\"<shell command run in the sandbox first>\"]");
     }
@@ -103,17 +129,19 @@ pub fn skeleton(tool: &str, manifest: &Value) -> String {
         .collect();
     let _ = writeln!(out, "read = [{}]", reads.join(", "));
     let _ = writeln!(out, "invalid = [[\"manifest\", \"--conform-no-such-flag\"]]");
+    // The destructive probe is the vendor's own destructive command (its `danger_level`),
+    // never a framework built-in such as a cleanup.
     let destructive: Vec<&String> = commands
         .by_path
         .iter()
-        .filter(|(_, i)| i.danger_level == "destructive")
+        .filter(|(_, i)| i.danger_level == "destructive" && !i.builtin)
         .map(|(p, _)| p)
         .collect();
-    if !destructive.is_empty() {
+    if let Some(first) = destructive.first() {
         let _ = writeln!(
             out,
-            "# destructive = [{{ argv = [\"{}\", \"<ARGS>\"], dry_run_flag = \"--dry-run\" }}]   # never a confirmation flag",
-            destructive[0].replace('.', "\", \"")
+            "# destructive = [{{ argv = [{}, \"<ARGS>\"], dry_run_flag = \"--dry-run\" }}]   # never a confirmation flag",
+            words(first)
         );
         let _ = writeln!(
             out,
@@ -192,7 +220,7 @@ fn draft_argument_order(out: &mut String, manifest: &Value, commands: &Commands)
     let Some((path, entry, local)) = entries(manifest).into_iter().find_map(|(path, entry)| {
         let info = commands.by_path.get(path)?;
         let plain = info.danger_level == "safe" && !info.interruptible() && !info.is_async;
-        (plain && !builtin(path)).then(|| local_flag(entry)).flatten().map(|l| (path, entry, l))
+        (plain && !info.builtin).then(|| local_flag(entry)).flatten().map(|l| (path, entry, l))
     }) else {
         return;
     };

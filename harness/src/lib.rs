@@ -116,8 +116,9 @@
 //!
 //! ## The profile: `conform.toml`
 //!
-//! `conform init TOOL` drafts one from the manifest ([`init`]): every role commented out under
-//! the commands whose declaration suits it, ready to fill in.
+//! `conform init TOOL` drafts one from the manifest ([`init`]): `[tool] command`, then every
+//! role commented out under the commands whose declaration suits it (built-ins left out), or a
+//! line saying why no command can fill it, ready to fill in.
 //!
 //! Long-running behaviour cannot be provoked from a manifest alone, so the vendor names
 //! **roles**, invocations with a known character:

@@ -8,6 +8,7 @@ mod engine;
 mod exec;
 mod foreign;
 mod hostile;
+mod init;
 mod kit_fixtures;
 mod layers;
 mod levels;
