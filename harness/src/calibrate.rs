@@ -53,6 +53,9 @@ pub struct Calibration {
     pub response: Value,
     /// The sandbox it ran in (for redaction of paths).
     pub sandbox_root: PathBuf,
+    /// What the role's `verify` printed after this run (`None`: the role has no `verify`;
+    /// `Err`: it failed, and why).
+    pub effect: Option<Result<String, String>>,
 }
 
 impl Calibration {
@@ -181,11 +184,39 @@ pub fn measure(subject: &Subject, role_name: &str, keep: bool) -> Result<Calibra
             "calibration of role `{role_name}` (--budget 0) exited {exit_code}: {detail}; check the role's argv, fixtures and setup"
         ));
     }
+    // The state the uninterrupted work leaves: what every interrupted path must leave too.
+    let effect = role.verify.as_ref().map(|line| effect_of(line, &sandbox.env(), &sandbox.work()));
     Ok(Calibration {
         role: role_name.to_owned(),
         duration: outcome.elapsed,
         exit_code,
         response,
         sandbox_root: sandbox.root().to_path_buf(),
+        effect,
     })
+}
+
+/// Bound on a `verify` command.
+pub const VERIFY_LIMIT: Duration = Duration::from_secs(60);
+
+/// Runs a role's `verify` line (`sh -c` in `work`, with the sandbox's environment) and returns
+/// its stdout with trailing whitespace trimmed; `Err` says how it failed.
+pub fn effect_of(
+    line: &str,
+    env: &BTreeMap<OsString, OsString>,
+    work: &std::path::Path,
+) -> Result<String, String> {
+    let mut inv =
+        exec::Invocation::new(Program::Shell(line.to_owned()), env.clone(), work.to_path_buf());
+    inv.timeout = VERIFY_LIMIT;
+    let outcome = exec::run(&inv).map_err(|e| e.to_string())?;
+    let stdout = String::from_utf8_lossy(&outcome.stdout.bytes).trim_end().to_owned();
+    match outcome.termination {
+        Termination::Exited(0) => Ok(stdout),
+        other => Err(format!(
+            "{}: {}",
+            crate::outcome::Ended::from(other),
+            String::from_utf8_lossy(&outcome.stderr.bytes).trim()
+        )),
+    }
 }

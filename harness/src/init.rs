@@ -120,6 +120,14 @@ pub fn skeleton(tool: &str, manifest: &Value) -> String {
         let _ = writeln!(out, "# argv = [{}, \"<ARGS>\"]", words(first));
         let _ = writeln!(out, "# fixtures = [\"fixtures/<FILE>\"]   # relative to this file");
         let _ = writeln!(out, "# setup = [\"<shell command run in the sandbox first>\"]");
+        if matches!(role, "resume_writer" | "idempotent_writer" | "detach_only") {
+            // The effect oracle: without it, a resume that writes a chunk twice or loses one
+            // answers like a correct one.
+            let _ = writeln!(
+                out,
+                "# verify = \"<shell command printing the state the work leaves, e.g. a row count, a distinct count and a sum>\""
+            );
+        }
     }
     out.push_str("\n[kit]\n");
     let reads: Vec<String> = ["version", "manifest"]

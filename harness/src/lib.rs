@@ -150,6 +150,8 @@
 //! setup = ["mytool migrate --db rows.db"]   # sh -c, in the sandbox, before each scenario
 //! env = { MYTOOL_CHUNK = "10" }
 //! stdin = "closed"                    # or "open", "pty"; or stdin_text = "..."
+//! # the effect oracle: prints the state the work leaves (sh -c in the sandbox, after the work)
+//! verify = "sqlite3 rows.db 'select count(*), count(distinct id), sum(n) from rows'"
 //!
 //! [kit]                               # the spec kit's probes
 //! read = [["version"]]
@@ -178,6 +180,14 @@
 //! setup = ['"$CONFORM_TOOL" migrate --db shop.db']   # makes what the probe would destroy
 //! fixtures = ["fixtures/seed.csv"]
 //! ```
+//!
+//! A writing role should name `verify`, the **effect oracle**: conform judges responses, and a
+//! resumed writer that commits one chunk twice, or loses one, can answer exactly like a correct
+//! one (REQ-C-035: a resumed writer commits no unit twice and loses none). conform runs
+//! `verify` after the role's calibration run and again at each scenario's `verify` step (after
+//! a kill and resume, a pause and its continuations, a repeat with the same idempotency key),
+//! and a different output is an `effect` finding with both outputs. `conform init` drafts the
+//! line for writers, commented.
 //!
 //! Kit probes run in a scenario's sandbox like roles: `[kit]`'s `fixtures` and `setup` prepare
 //! it for any scenario that runs a kit probe, then each destructive probe's own `fixtures` and
@@ -250,6 +260,7 @@
 //! | `kill-worker` | signals (`signal`, default `KILL`) every process carrying the sandbox marker: no step runs then, so each is a detached worker; finding none is a finding |
 //! | `sleep`       | waits `duration`                                                        |
 //! | `shell`       | runs `command` (a template) with `sh -c` in the sandbox's working directory, e.g. to change the input between two calls; a non-zero exit is a `shell` finding |
+//! | `verify`      | runs the primary role's `verify` command (the effect oracle) and compares what it prints with what it printed after the calibration run; a difference (or a failing `verify`) is an `effect` finding showing both; a role without `verify` is not judged here |
 //!
 //! Fields of `run`: `role` (listed in `roles`), `args`, `budget` and `timeout` (duration
 //! expressions, rendered `0` or `<n>ms`), `env`, `env_remove`, `stdin` (`closed` | `open` |

@@ -392,6 +392,9 @@ pub enum FindingKind {
     Schema,
     /// A scenario's shell line failed.
     Shell,
+    /// The state the work left (the role's `verify` output) differs from the uninterrupted
+    /// run's.
+    Effect,
     /// A normalized response drifted from its snapshot.
     SnapshotDrift,
     /// No snapshot was recorded yet.
@@ -441,6 +444,7 @@ impl FindingKind {
             FindingKind::SameValue => "same-value",
             FindingKind::Schema => "schema",
             FindingKind::Shell => "shell",
+            FindingKind::Effect => "effect",
             FindingKind::SnapshotDrift => "snapshot-drift",
             FindingKind::SnapshotMissing => "snapshot-missing",
             FindingKind::StdoutDiffers => "stdout-differs",

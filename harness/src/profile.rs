@@ -190,6 +190,12 @@ pub struct Role {
     /// Bytes written to stdin when a step does not say (excludes `stdin`).
     #[serde(default)]
     pub stdin_text: Option<String>,
+    /// The effect oracle: a command line (`sh -c` in the sandbox's working directory, once the
+    /// work ended) that prints the observable state the work leaves, e.g. a count, a distinct
+    /// count and a sum of the rows it wrote. Scenarios that interrupt the work compare it with
+    /// what it printed after the uninterrupted calibration run.
+    #[serde(default)]
+    pub verify: Option<String>,
 }
 
 /// `[kit]`: the spec kit's probes (its JSON profile maps onto these).

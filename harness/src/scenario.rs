@@ -164,6 +164,9 @@ pub enum Step {
     /// Run a command line with `sh -c` in the sandbox's working directory (e.g. to change the
     /// input between two calls); a non-zero exit is a `shell` finding.
     Shell(ShellCommandStep),
+    /// Run the primary role's `verify` command (the effect oracle) and compare what it prints
+    /// with what it printed after the uninterrupted calibration run.
+    Verify(VerifyStep),
 }
 
 /// `action = "run"`: one invocation of the tool.
@@ -391,6 +394,14 @@ pub struct ShellCommandStep {
     pub name: String,
     /// The command line (a template: `{input}` is the primary role's input file).
     pub command: String,
+}
+
+/// `action = "verify"`: the state the role's work left, compared with the calibration's.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VerifyStep {
+    /// Name, unique in the scenario.
+    pub name: String,
 }
 
 /// How a step's standard input is wired.
@@ -707,6 +718,7 @@ impl Step {
             Self::KillWorker(s) => &s.name,
             Self::Sleep(s) => &s.name,
             Self::Shell(s) => &s.name,
+            Self::Verify(s) => &s.name,
         }
     }
 
@@ -719,6 +731,7 @@ impl Step {
             Self::KillWorker(_) => "kill-worker",
             Self::Sleep(_) => "sleep",
             Self::Shell(_) => "shell",
+            Self::Verify(_) => "verify",
         }
     }
 
@@ -727,7 +740,7 @@ impl Step {
         match self {
             Self::Run(s) => Some(&s.expect),
             Self::Continue(s) | Self::Cancel(s) => Some(&s.expect),
-            Self::KillWorker(_) | Self::Sleep(_) | Self::Shell(_) => None,
+            Self::KillWorker(_) | Self::Sleep(_) | Self::Shell(_) | Self::Verify(_) => None,
         }
     }
 
@@ -754,7 +767,7 @@ impl Step {
                 out.extend(s.expect.durations());
                 out.extend(s.expect.templates());
             }
-            Self::KillWorker(_) => {}
+            Self::KillWorker(_) | Self::Verify(_) => {}
             Self::Sleep(s) => out.push(&s.duration),
             Self::Shell(s) => out.push(&s.command),
         }
@@ -778,7 +791,7 @@ impl Step {
                 out.extend(s.limit.as_deref());
                 out.extend(s.expect.durations());
             }
-            Self::KillWorker(_) | Self::Shell(_) => {}
+            Self::KillWorker(_) | Self::Shell(_) | Self::Verify(_) => {}
             Self::Sleep(s) => out.push(&s.duration),
         }
         out
@@ -837,6 +850,7 @@ impl Scenario {
                     .iter()
                     .any(|v| matches!(v, Var::Calibration(name) if name != CONSTANT_SLACK && name != STARTUP))
             }) || s.expect().is_some_and(|e| e.matches_calibrated == Some(true))
+                || matches!(s, Step::Verify(_))
         })
     }
 
@@ -1218,6 +1232,10 @@ fn validate(s: &Scenario) -> Result<(), String> {
                     .map_err(|e| format!("step `{name}`: {e}"))?;
             }
             Step::Sleep(_) | Step::Shell(_) => {}
+            Step::Verify(_) if s.roles.is_empty() => {
+                return Err(format!("step `{name}`: a verify step needs the scenario's role"));
+            }
+            Step::Verify(_) => {}
         }
         if let Some(e) = step.expect() {
             if let Some(other) = &e.same_response_as {

@@ -113,10 +113,12 @@ mutants! {
     /// A resumed run counts `progress.done` from where it resumed, so it goes backwards.
     ProgressRestartsOnResume = "progress-restarts-on-resume",
     /// The import's checkpoint, committed with a chunk's rows, still points before them: a
-    /// resume (after a kill or a pause) writes those rows twice. (The mirror fault, a
-    /// checkpoint ahead of its rows, loses rows; see the matrix notes for why no scenario
-    /// sees it.)
+    /// resume (after a kill or a pause) writes those rows twice.
     CheckpointLagsItsRows = "checkpoint-lags-its-rows",
+    /// The mirror fault: a resumed import goes on one chunk past its checkpoint, so that
+    /// chunk's rows are never written, while its count and response are those of a correct
+    /// run. Only the state the work leaves shows it (the role's `verify`).
+    ResumeSkipsAChunk = "resume-skips-a-chunk",
     /// The worker inherits the caller's stdout and stderr, so the caller's pipes stay open
     /// after the hand-off.
     WorkerHoldsCallerPipes = "worker-holds-caller-pipes",
@@ -532,6 +534,29 @@ pub fn paused_continue(
 /// [`Mutant::WriterIncompleteRetryable`] a writer's says true.
 pub fn incomplete_retryable(writes: bool, retryable: bool) -> bool {
     retryable || (writes && active(Mutant::WriterIncompleteRetryable))
+}
+
+/// The lines a resumed import passes over unwritten, as (bytes, rows) (reference: none).
+/// [`Mutant::ResumeSkipsAChunk`]: one chunk of `chunk` rows, counted as if written.
+pub fn skipped_on_resume(
+    input: &mut impl std::io::BufRead,
+    fresh: bool,
+    chunk: usize,
+) -> std::io::Result<(u64, u64)> {
+    let (mut bytes, mut rows) = (0, 0);
+    if fresh || !active(Mutant::ResumeSkipsAChunk) {
+        return Ok((bytes, rows));
+    }
+    let mut line = String::new();
+    while rows < chunk as u64 {
+        line.clear();
+        match input.read_line(&mut line)? {
+            0 => break,
+            n => bytes += n as u64,
+        }
+        rows += 1;
+    }
+    Ok((bytes, rows))
 }
 
 /// The exit of a plain command at its `--timeout` (reference: TIMEOUT 10).

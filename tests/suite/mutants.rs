@@ -175,6 +175,7 @@ fn reftool_targets(mutant: Mutant) -> &'static [&'static str] {
             "resume-only-pauses-within-budget",
         ],
         Mutant::CheckpointLagsItsRows => &["killed-writer-resumes-to-the-same-result"],
+        Mutant::ResumeSkipsAChunk => &["killed-writer-resumes-to-the-same-result"],
         Mutant::WorkerHoldsCallerPipes => {
             &["pipes-released-on-handoff", "pipes-released-stdin-open"]
         }

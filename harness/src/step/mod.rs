@@ -23,7 +23,7 @@ use std::time::Duration;
 use nix::unistd::Pid;
 use serde_json::Value;
 
-use crate::calibrate::{Calibration, SLACK};
+use crate::calibrate::{self, Calibration, SLACK};
 use crate::checks::{self, Resolved};
 use crate::discover::Subject;
 use crate::exec::{self, Invocation, Program, Termination};
@@ -33,8 +33,8 @@ use crate::outcome::{FailedCancel, Finding, Repro, SkipReason, StepRecord, milli
 use crate::prepare::SETUP_LIMIT;
 use crate::sandbox::{self, Sandbox};
 use crate::scenario::{
-    CONSTANT_SLACK, Expect, STARTUP, Scenario, ShellCommandStep, Step, Var, eval_duration,
-    signal_by_name, walk_template,
+    CONSTANT_SLACK, Expect, STARTUP, Scenario, ShellCommandStep, Step, Var, VerifyStep,
+    eval_duration, signal_by_name, walk_template,
 };
 
 /// Default bound on a step without calibration.
@@ -306,7 +306,41 @@ impl ScenarioState<'_> {
                 Ok(Vec::new())
             }
             Step::Shell(s) => self.run_shell(s),
+            Step::Verify(v) => self.run_verify(v),
         }
+    }
+
+    /// `action = "verify"`: the primary role's `verify` command, run in the sandbox now that
+    /// the work ended, must print what it printed after the uninterrupted calibration run: the
+    /// work left the same observable state (no unit committed twice or lost). A role without
+    /// `verify` has no oracle, and the step judges nothing.
+    fn run_verify(&mut self, v: &VerifyStep) -> Result<Vec<Finding>, String> {
+        let Some(role) = self.scenario.primary_role() else { return Ok(Vec::new()) };
+        let Some(line) = self.subject.profile.role(role).and_then(|r| r.verify.clone()) else {
+            return Ok(Vec::new());
+        };
+        let Some(calibrated) = self.calibration.as_ref().and_then(|c| c.effect.clone()) else {
+            return Err(format!("role `{role}` has `verify` but its calibration ran none"));
+        };
+        let calibrated = calibrated
+            .map_err(|why| format!("role `{role}`'s verify after the calibration run: {why}"))?;
+        crate::interrupt::gate()?;
+        let finding = |message: String, actual: String| {
+            Finding::new(FindingKind::Effect, message)
+                .expected(calibrated.clone())
+                .actual(actual)
+                .at_step(v.name.clone())
+        };
+        Ok(match calibrate::effect_of(&line, &self.base_env, &self.work) {
+            Ok(now) if now == calibrated => Vec::new(),
+            Ok(now) => vec![finding(
+                format!(
+                    "the work left another state than the uninterrupted run: `{line}` printed otherwise"
+                ),
+                now,
+            )],
+            Err(why) => vec![finding(format!("`{line}` failed after the work: {why}"), why)],
+        })
     }
 
     /// `action = "shell"`: the command line with `sh -c` in the working directory, with the
