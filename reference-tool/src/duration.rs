@@ -51,6 +51,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
         "h" => 3_600_000,
         _ => return Err(DurationError::Malformed(text.to_owned())),
     };
+    let per_unit_ms = crate::mutants::unit_ms(unit, per_unit_ms);
     let value: u64 = digits.parse().map_err(|_| DurationError::TooLarge(text.to_owned()))?;
     let ms = value
         .checked_mul(per_unit_ms)

@@ -33,6 +33,7 @@
 //! ```
 
 use std::ffi::OsString;
+use std::path::PathBuf;
 use std::process::Stdio;
 
 use rusqlite::Connection;
@@ -115,6 +116,13 @@ mutants! {
     /// The import's checkpoint, committed with a chunk's rows, still points before them: a
     /// resume (after a kill or a pause) writes those rows twice.
     CheckpointLagsItsRows = "checkpoint-lags-its-rows",
+    /// `job status` of a job that succeeded exits 3, not 0.
+    EndedJobStatusExits3 = "ended-job-status-exits-3",
+    /// A duration's `s` unit is read as milliseconds: `--budget 1s` is a budget of 1 ms.
+    SecondsReadAsMillis = "seconds-read-as-millis",
+    /// `job wait` forgets a job once it has delivered its result: a second wait on the ended
+    /// job answers NOT_FOUND.
+    ResultDeliveredOnce = "result-delivered-once",
     /// The mirror fault: a resumed import goes on one chunk past its checkpoint, so that
     /// chunk's rows are never written, while its count and response are those of a correct
     /// run. Only the state the work leaves shows it (the role's `verify`).
@@ -559,6 +567,12 @@ pub fn skipped_on_resume(
     Ok((bytes, rows))
 }
 
+/// Milliseconds per unit of a duration (reference: `per_unit_ms`).
+/// [`Mutant::SecondsReadAsMillis`]: 1 for `s`.
+pub fn unit_ms(unit: &str, per_unit_ms: u64) -> u64 {
+    if unit == "s" && active(Mutant::SecondsReadAsMillis) { 1 } else { per_unit_ms }
+}
+
 /// The exit of a plain command at its `--timeout` (reference: TIMEOUT 10).
 /// [`Mutant::PlainTimeoutIsGeneralError`]: 1.
 pub fn plain_timeout_exit(exit: Exit) -> Exit {
@@ -818,8 +832,24 @@ pub fn async_descriptor(mut descriptor: Value) -> Value {
 }
 
 /// `job wait`'s answer (reference: `response`). [`Mutant::RelayedResultLosesData`] relays a
-/// success with `data` null; [`Mutant::JobWaitStaleProgress`] reports `progress.done` 0.
-pub fn job_wait_answer(mut response: Response) -> Response {
+/// success with `data` null; [`Mutant::JobWaitStaleProgress`] reports `progress.done` 0;
+/// [`Mutant::ResultDeliveredOnce`] answers a second wait on an ended job with NOT_FOUND (it
+/// marks job `id` delivered in the state directory `state`).
+pub fn job_wait_answer(mut response: Response, state: Option<PathBuf>, id: &JobId) -> Response {
+    if active(Mutant::ResultDeliveredOnce)
+        && response.exit != Exit::INCOMPLETE
+        && let Some(dir) = state
+    {
+        let marker = dir.join(format!("delivered-{}", id.as_str()));
+        if marker.exists() {
+            return Response::failure(Failure::new(
+                Exit::NOT_FOUND,
+                "JOB_NOT_FOUND",
+                "no such job (its result was delivered)",
+            ));
+        }
+        let _ = std::fs::write(marker, b"");
+    }
     if active(Mutant::RelayedResultLosesData) && response.exit == Exit::SUCCESS {
         response.data = Value::Null;
     }
@@ -838,8 +868,12 @@ pub fn job_status_waits() -> bool {
 }
 
 /// `job status`'s answer for `view` (reference: `response`). [`Mutant::AsyncStatusExits3`]
-/// exits 3 for a running async job.
+/// exits 3 for a running async job; [`Mutant::EndedJobStatusExits3`] for any job that
+/// succeeded.
 pub fn job_status_answer(app: &App, view: &JobView, mut response: Response) -> Response {
+    if active(Mutant::EndedJobStatusExits3) && response.exit == Exit::SUCCESS {
+        response.exit = Exit::PARTIAL_FAILURE;
+    }
     if active(Mutant::AsyncStatusExits3)
         && response.exit == Exit::INCOMPLETE
         && app.registry().get(&view.record.command_path).is_some_and(|s| s.is_async)

@@ -156,7 +156,7 @@ struct Row {
 fn reftool_targets(mutant: Mutant) -> &'static [&'static str] {
     match mutant {
         Mutant::ExitZeroOnIncomplete => &["budget-flag-exits-14-within-budget"],
-        Mutant::EnvBeatsFlag => &["budget-flag-beats-env"],
+        Mutant::EnvBeatsFlag => &["budget-flag-beats-env", "budget-flag-beats-a-smaller-env"],
         Mutant::DefaultBudget20s => &["default-budget-is-30-seconds"],
         Mutant::EnvBudgetIgnored => &["env-budget-applies"],
         Mutant::ZeroBudgetDefersToEnv => &["budget-zero-runs-to-the-end"],
@@ -176,6 +176,9 @@ fn reftool_targets(mutant: Mutant) -> &'static [&'static str] {
         ],
         Mutant::CheckpointLagsItsRows => &["killed-writer-resumes-to-the-same-result"],
         Mutant::ResumeSkipsAChunk => &["killed-writer-resumes-to-the-same-result"],
+        Mutant::EndedJobStatusExits3 => &["job-status-tells-ended-from-unknown"],
+        Mutant::SecondsReadAsMillis => &["budget-in-seconds-is-understood"],
+        Mutant::ResultDeliveredOnce => &["job-wait-after-the-end-repeats-the-result"],
         Mutant::WorkerHoldsCallerPipes => {
             &["pipes-released-on-handoff", "pipes-released-stdin-open"]
         }

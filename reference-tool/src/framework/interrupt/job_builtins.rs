@@ -57,7 +57,7 @@ pub(super) fn job_wait(app: &App, call: &Call<'_>) -> Result<Response, Failure> 
         budget_ms: call.budget.and_then(|b| b.meta_budget_ms),
     };
     let answer = wait_and_answer(&mut jobs, &answering, &call.state.instance, &id, deadline);
-    answer.map(crate::mutants::job_wait_answer)
+    answer.map(|r| crate::mutants::job_wait_answer(r, call.state.ensure_dir().ok(), &id))
 }
 
 /// `job status ID`: the job as it stands, never waiting.
