@@ -196,6 +196,10 @@ impl ScenarioState<'_> {
             |t| self.text(t),
             |d| self.duration(d),
             |l| self.shell_words(l),
+            |w, naming| {
+                let path = self.base_env.get(std::ffi::OsStr::new("PATH"));
+                checks::locate_program(w, naming, &self.work, path.map(OsString::as_os_str))
+            },
         );
         let ctx = resolved.context(&self.observations, &self.last, self.calibrated());
         checks::check_one(expect, obs, &ctx)
