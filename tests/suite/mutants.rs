@@ -163,7 +163,9 @@ fn reftool_targets(mutant: Mutant) -> &'static [&'static str] {
         Mutant::BudgetOnTerminal => &["terminal-without-budget-is-synchronous"],
         Mutant::BudgetMetaOnTerminal => &["terminal-without-budget-is-synchronous"],
         Mutant::NoBudgetMetaOnSuccess => &["work-within-budget-is-ordinary"],
-        Mutant::BudgetFlagOnPlainCommand => &["budget-flag-only-when-interruptible"],
+        Mutant::BudgetFlagOnPlainCommand => {
+            &["budget-flag-only-when-interruptible", "budget-flag-listed-where-interruptible"]
+        }
         Mutant::PlainCommandsReadBudgetEnv => {
             &["plain-command-ignores-budget-env", "plain-slow-ignores-budget-env"]
         }

@@ -125,6 +125,7 @@ catalogue! {
     destructive_refuses_unconfirmed => "destructive-refuses-unconfirmed",
     repeat_with_key_is_a_noop => "repeat-with-key-is-a-noop",
     async_returns_a_job_descriptor => "async-returns-a-job-descriptor",
+    budget_flag_listed_where_interruptible => "budget-flag-listed-where-interruptible",
     budget_flag_only_when_interruptible => "budget-flag-only-when-interruptible",
     incomplete_entry_matches_danger => "incomplete-entry-matches-danger",
     interruption_declares_incomplete_exit => "interruption-declares-incomplete-exit",
