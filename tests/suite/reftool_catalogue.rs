@@ -134,6 +134,7 @@ catalogue! {
     manifest_valid => "manifest-valid",
     plain_command_times_out_honestly => "plain-command-times-out-honestly",
     resumable_writer_takes_idempotency_key => "resumable-writer-takes-idempotency-key",
+    progress_grows_between_status_calls => "progress-grows-between-status-calls",
     progress_is_reported => "progress-is-reported",
     changed_input_discards_checkpoint => "changed-input-discards-checkpoint",
     completed_work_starts_fresh => "completed-work-starts-fresh",
