@@ -988,3 +988,68 @@ fn continues_verbatim_still_fails_other_missing_arguments_and_a_dropped_key() {
         p.judge(&unkeyed, &format!("{tool} import r.csv --idempotency-key k9"), false).is_empty()
     );
 }
+
+// ---- the §79 audit's rule over the catalogue (issue 15) ----
+
+/// The requirements whose scenarios the audit went through.
+const AUDITED: &[&str] = &[
+    "REQ-F-080",
+    "REQ-F-081",
+    "REQ-F-082",
+    "REQ-C-033",
+    "REQ-C-034",
+    "REQ-C-035",
+    "REQ-C-007",
+    "REQ-C-022",
+    "REQ-F-069",
+];
+
+fn audited_scenarios() -> Vec<crate::scenario::Scenario> {
+    let catalogue = crate::scenario::Catalogue::embedded().unwrap();
+    catalogue.scenarios.into_iter().filter(|s| AUDITED.contains(&s.requirement.as_str())).collect()
+}
+
+#[test]
+fn every_audited_scenario_cites_the_requirement_behind_it() {
+    let uncited: Vec<String> = audited_scenarios()
+        .into_iter()
+        .filter(|s| s.id != "manifest-valid")
+        .filter(|s| {
+            let notes = s.notes.as_deref().unwrap_or_default();
+            !(notes.contains("REQ-") || notes.contains("CONTRACT §"))
+        })
+        .map(|s| s.id)
+        .collect();
+    assert!(uncited.is_empty(), "scenarios whose notes cite no requirement: {uncited:?}");
+}
+
+#[test]
+fn no_scenario_requires_meta_idempotency_hit() {
+    // REQ-C-007's criteria are `effect: "noop"` and the original data; the flag is only in
+    // its wire example.
+    let catalogue = crate::scenario::Catalogue::embedded().unwrap();
+    for s in &catalogue.scenarios {
+        for e in s.steps.iter().filter_map(crate::scenario::Step::expect) {
+            for check in &e.json {
+                assert!(!check.pointer.contains("idempotency_hit"), "{}: {}", s.id, check.pointer);
+            }
+        }
+    }
+}
+
+#[test]
+fn no_audited_scenario_needs_a_new_job_id_after_a_cancel() {
+    // Ids derived from the invocation are legal: a restart after a cancel may keep the id.
+    for s in audited_scenarios() {
+        let cancels_at =
+            s.steps.iter().position(|step| matches!(step, crate::scenario::Step::Cancel(_)));
+        let Some(cancel) = cancels_at else { continue };
+        for e in s.steps[cancel..].iter().filter_map(crate::scenario::Step::expect) {
+            for check in e.json.iter().filter(|c| c.pointer == "/data/job_id") {
+                let wanted = serde_json::to_value(check).unwrap();
+                let differs = wanted.get("not_equals").is_some_and(|v| !v.is_null());
+                assert!(!differs, "{}: {wanted}", s.id);
+            }
+        }
+    }
+}
