@@ -9,6 +9,7 @@
 //! | `{budget}`      | max(D / 4, 300 ms), rounded up to 10 ms          | interrupts early in the work |
 //! | `{half_budget}` | `{budget}` / 2                                   | to act before the budget ends |
 //! | `{long_budget}` | 3 × D + 2 s                                       | the work surely ends in it   |
+//! | `{cadence}`     | min(D, 10 s)                                      | the longest gap the spec allows between two checkpoints or progress reports of this work |
 //! | `{slack}`       | 1500 ms                                          | CI-safe margin on timings    |
 //! | `{startup}`     | how long the manifest command took (once per run) | "at once" for this tool      |
 //!
@@ -37,6 +38,9 @@ pub const CALIBRATION_LIMIT: Duration = Duration::from_secs(600);
 pub const INTERRUPT_FLOOR: Duration = Duration::from_millis(1200);
 /// The smallest `{budget}`.
 pub const MIN_BUDGET: Duration = Duration::from_millis(300);
+/// The longest the spec lets a command go between two progress reports (REQ-C-034) or two
+/// checkpoints (REQ-C-035): at least one every 10 s of work.
+pub const SPEC_CADENCE: Duration = Duration::from_secs(10);
 /// `{slack}`: the margin on timing checks (the seed's own margin is 1 s; CI machines are noisy).
 pub const SLACK: Duration = Duration::from_millis(1500);
 
@@ -51,6 +55,9 @@ pub struct Calibration {
     pub exit_code: i32,
     /// Its response (one JSON document on stdout).
     pub response: Value,
+    /// Whether it ran with `--budget 0`: its command declares interruption. A plain command
+    /// has no such flag and ran as it is (REQ-F-080).
+    pub with_budget_zero: bool,
     /// The sandbox it ran in (for redaction of paths).
     pub sandbox_root: PathBuf,
     /// What the role's `verify` printed after this run (`None`: the role has no `verify`;
@@ -66,6 +73,14 @@ impl Calibration {
         Duration::from_millis(ms.div_ceil(10) * 10)
     }
 
+    /// `{cadence}`: the longest gap the spec allows between two checkpoints or progress
+    /// reports of this work, [`SPEC_CADENCE`], or the whole work when it is shorter (nothing
+    /// makes a command report or checkpoint before its end then). A stop asked for by the
+    /// budget or a cancel may wait that long for the next safe point.
+    pub fn cadence(&self) -> Duration {
+        self.duration.min(SPEC_CADENCE)
+    }
+
     /// Whether the work is long enough to interrupt.
     pub fn interruptible(&self) -> bool {
         self.duration >= INTERRUPT_FLOOR
@@ -78,6 +93,7 @@ impl Calibration {
             "budget" => self.budget(),
             "half_budget" => self.budget() / 2,
             "long_budget" => self.duration * 3 + Duration::from_secs(2),
+            "cadence" => self.cadence(),
             "slack" => SLACK,
             _ => return None,
         })
@@ -93,12 +109,14 @@ impl Calibration {
         }
     }
 
-    /// The skip reason when the role is too fast to interrupt.
+    /// The skip reason when the role is too fast to interrupt (or, for a plain command, too
+    /// short to send a signal or a timeout into).
     pub fn too_fast_reason(&self) -> SkipReason {
         SkipReason::TooFastToInterrupt {
             role: self.role.clone(),
             took_ms: millis(self.duration),
             floor_ms: millis(INTERRUPT_FLOOR),
+            with_budget_zero: self.with_budget_zero,
         }
     }
 }
@@ -191,6 +209,7 @@ pub fn measure(subject: &Subject, role_name: &str, keep: bool) -> Result<Calibra
         duration: outcome.elapsed,
         exit_code,
         response,
+        with_budget_zero: interruptible,
         sandbox_root: sandbox.root().to_path_buf(),
         effect,
     })
@@ -218,5 +237,39 @@ pub fn effect_of(
             crate::outcome::Ended::from(other),
             String::from_utf8_lossy(&outcome.stderr.bytes).trim()
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn calibration(took_ms: u64, with_budget_zero: bool) -> Calibration {
+        Calibration {
+            role: "plain_slow".into(),
+            duration: Duration::from_millis(took_ms),
+            exit_code: 0,
+            response: Value::Null,
+            with_budget_zero,
+            sandbox_root: PathBuf::from("/tmp/x"),
+            effect: None,
+        }
+    }
+
+    #[test]
+    fn a_short_plain_role_is_too_short_for_a_signal_not_too_fast_to_interrupt() {
+        let plain = calibration(400, false).too_fast_reason().to_string();
+        assert!(plain.contains("too short to send a signal or a timeout into"), "{plain}");
+        assert!(plain.contains("400 ms") && plain.contains("1200 ms"), "{plain}");
+        assert!(!plain.contains("with --budget 0") && !plain.contains("interrupt:"), "{plain}");
+        let interruptible = calibration(400, true).too_fast_reason().to_string();
+        assert!(interruptible.contains("too fast to interrupt"), "{interruptible}");
+        assert!(interruptible.contains("with --budget 0"), "{interruptible}");
+    }
+
+    #[test]
+    fn the_cadence_is_the_spec_s_ten_seconds_or_the_whole_shorter_work() {
+        assert_eq!(calibration(2500, true).var("cadence"), Some(Duration::from_millis(2500)));
+        assert_eq!(calibration(60_000, true).var("cadence"), Some(SPEC_CADENCE));
     }
 }

@@ -126,7 +126,7 @@
 //! | role            | what the invocation must be                                            |
 //! |-----------------|------------------------------------------------------------------------|
 //! | `detach`        | a `detach: true` command whose work takes at least about 1.2 s          |
-//! | `resume_reader` | a read-only `resume: true, detach: false` command                       |
+//! | `resume_reader` | a read-only `resume: true, detach: false` command that checkpoints several times during its work |
 //! | `resume_writer` | a mutating `resume: true, detach: false` command (takes an idempotency key) |
 //! | `detach_only`   | a `detach: true, resume: false` command                                 |
 //! | `plain_slow`    | a command without interruption that outlives a short `--timeout`        |
@@ -215,7 +215,16 @@
 //!
 //! ## Scenarios
 //!
-//! One file per acceptance criterion, `scenarios/<REQUIREMENT>/<id>.toml`:
+//! One file per acceptance criterion, `scenarios/<REQUIREMENT>/<id>.toml`.
+//!
+//! **The rule of the catalogue.** Every expectation of a scenario cites, in the scenario's
+//! `notes` and in conform's own words, the sentence of the spec (by REQ id) or of the contract
+//! (CONTRACT §n) that requires it. Where the spec leaves a choice, the scenario accepts every
+//! choice (a continuation that names the program another way, a budget given or not, a job id
+//! kept or new after a cancel), or the check is `level = "should"` and its notes say why. A
+//! bound the spec does not state is derived from what the tool declares or conform measured
+//! (below), never tuned on one tool. A test holds the audited requirements' scenarios to the
+//! citation part of the rule.
 //!
 //! ```toml
 //! # scenario REQ-F-082/continue-loop-ends-in-calibrated-response.toml
@@ -255,7 +264,7 @@
 //! | action        | does                                                                   |
 //! |---------------|------------------------------------------------------------------------|
 //! | `run`         | runs the tool: `TOOL <role argv> <args> [--budget B] [--timeout T]`      |
-//! | `continue`    | runs `data.continue_command` of step `from`'s last response with `sh -c`, verbatim, again while it exits 14 (`max_hops`, default 100); when `from` did not exit 14, nothing runs and its response is judged |
+//! | `continue`    | runs `data.continue_command` of step `from`'s last response with `sh -c`, verbatim, again while it exits 14 (`max_hops`; by default as many hops as fit in the step limit at half the tool's start-up each, at least 100); when `from` did not exit 14, nothing runs and its response is judged |
 //! | `cancel`      | runs `data.cancel_command` of step `from`'s last response with `sh -c`  |
 //! | `kill-worker` | signals (`signal`, default `KILL`) every process carrying the sandbox marker: no step runs then, so each is a detached worker; finding none is a finding |
 //! | `sleep`       | waits `duration`                                                        |
@@ -308,11 +317,14 @@
 //! `{@start/data/job_id}`); `{{` / `}}` are literal braces. Duration fields take expressions:
 //! terms joined by `+`, each a literal (`2s`, `1500ms`, `1m`, bare milliseconds) or a
 //! variable, optionally `N *` before it. Variables ([`calibrate`]): `{calibrated}` = D,
-//! `{budget}` = max(D / 4, 300 ms), `{half_budget}`, `{long_budget}` = 3 × D + 2 s, and
+//! `{budget}` = max(D / 4, 300 ms), `{half_budget}`, `{long_budget}` = 3 × D + 2 s,
+//! `{cadence}` = min(D, 10 s) (the longest the spec lets checkpoints and progress reports of
+//! this work be apart: a stop asked for by a budget or a cancel may wait that long), and
 //! `{slack}` = 1500 ms (needs no calibration), and `{startup}`, how long this tool's manifest
 //! command took at discovery (measured once per run, needs no calibration). A scenario using
 //! `{budget}` or `{half_budget}` is skipped when its role's D is below 1.2 s (too fast to
-//! interrupt).
+//! interrupt; for a role whose command declares no interruption, measured without
+//! `--budget`: too short to send a signal or a timeout into).
 //!
 //! A bound the spec does not state is written in these variables, never as an absolute
 //! constant: "at once" is `2 * {startup} + {slack}`, "sooner than the work" is
@@ -334,7 +346,7 @@
 //! | `progress_monotonic` | `data.progress.done` never decreases across the scenario's responses, per `data.job_id` | `progress-monotonic` |
 //! | `matches_calibrated` | after redaction, `ok`, `data`, `error` and the exit code equal the role's `--budget 0` response | `calibrated-equality` |
 //! | `same_response_as`   | the same, against an earlier step's last response (a step of several probes or copies: each against the one of the same rank, when that step has as many) | `same-response` |
-//! | `continues_verbatim` | `data.continue_command`, split into words by `sh`, is the very invocation (an `--idempotency-key <k>` added at most) | `continue-command` |
+//! | `continues_verbatim` | `data.continue_command`, split into words by `sh`, is the very invocation: the program may be named another way (the same file after links, a bare name found on `PATH`, an interpreter and its script), `--budget` and its value may be kept or dropped, an `--idempotency-key <k>` may be added, one the call gave must stay | `continue-command` |
 //! | `same`               | these pointers have one value across all responses of the step (copies, hops) | `same-value` |
 //! | `differs_from`       | `[{ step, pointer }]`: the string differs from that step's in ≥ 8 positions (random ids, not counters) | `unlike` |
 //! | `no_ansi`            | these streams (`stdout`, `stderr`) hold no ANSI escape       | `ansi` |

@@ -93,6 +93,9 @@ pub enum SkipReason {
         took_ms: u64,
         /// The floor it is below.
         floor_ms: u64,
+        /// Whether it was measured with `--budget 0` (its command declares interruption);
+        /// a plain command's run is measured as it is.
+        with_budget_zero: bool,
     },
     /// The manifest command gave no manifest, so nothing judges one but the headline.
     NoManifest {
@@ -191,10 +194,18 @@ impl fmt::Display for SkipReason {
             SkipReason::NoInstanceSelection => f.write_str(
                 "profile says not how to select an instance (`instance_env` / `instance_flag`)",
             ),
-            SkipReason::TooFastToInterrupt { role, took_ms, floor_ms } => write!(
-                f,
-                "role `{role}` is too fast to interrupt: its work took {took_ms} ms with --budget 0, below {floor_ms} ms; give it more work"
-            ),
+            SkipReason::TooFastToInterrupt { role, took_ms, floor_ms, with_budget_zero: true } => {
+                write!(
+                    f,
+                    "role `{role}` is too fast to interrupt: its work took {took_ms} ms with --budget 0, below {floor_ms} ms; give it more work"
+                )
+            }
+            SkipReason::TooFastToInterrupt { role, took_ms, floor_ms, with_budget_zero: false } => {
+                write!(
+                    f,
+                    "role `{role}` is too short to send a signal or a timeout into: its run took {took_ms} ms (its command declares no interruption, so it ran without --budget), below {floor_ms} ms; give it more work"
+                )
+            }
             SkipReason::NoManifest { why } => {
                 write!(f, "no manifest to judge ({why}; `manifest-valid` reports it)")
             }

@@ -877,8 +877,8 @@ impl Scenario {
 }
 
 /// The calibration variables (see the manual for how each is derived).
-pub const CALIBRATION_VARS: [&str; 6] =
-    ["calibrated", "budget", "half_budget", "long_budget", "slack", "startup"];
+pub const CALIBRATION_VARS: [&str; 7] =
+    ["calibrated", "budget", "half_budget", "long_budget", "cadence", "slack", "startup"];
 
 /// The duration variable that needs no calibration: the margin on timing checks.
 pub const CONSTANT_SLACK: &str = "slack";

@@ -163,7 +163,9 @@ fn reftool_targets(mutant: Mutant) -> &'static [&'static str] {
         Mutant::BudgetOnTerminal => &["terminal-without-budget-is-synchronous"],
         Mutant::BudgetMetaOnTerminal => &["terminal-without-budget-is-synchronous"],
         Mutant::NoBudgetMetaOnSuccess => &["work-within-budget-is-ordinary"],
-        Mutant::BudgetFlagOnPlainCommand => &["budget-flag-only-when-interruptible"],
+        Mutant::BudgetFlagOnPlainCommand => {
+            &["budget-flag-only-when-interruptible", "budget-flag-listed-where-interruptible"]
+        }
         Mutant::PlainCommandsReadBudgetEnv => {
             &["plain-command-ignores-budget-env", "plain-slow-ignores-budget-env"]
         }
@@ -219,8 +221,10 @@ fn reftool_targets(mutant: Mutant) -> &'static [&'static str] {
         Mutant::ChangedInputKeepsCheckpoint => &["changed-input-discards-checkpoint"],
         Mutant::CompletedCheckpointKept => &["completed-work-starts-fresh"],
         Mutant::HelpOnStdout => &["help-keeps-stdout-clean"],
-        Mutant::JobWaitStaleProgress => &["job-wait-reports-growing-progress"],
-        Mutant::ProgressNotPublished => &["progress-is-reported"],
+        Mutant::JobWaitStaleProgress => {
+            &["job-wait-reports-growing-progress", "progress-is-reported"]
+        }
+        Mutant::ProgressNotPublished => &["progress-grows-between-status-calls"],
         Mutant::RejectedCancelStillFires => &["rejected-cancel-leaves-continuation-running"],
         Mutant::DryRunIgnored => &["dry-run-previews"],
         Mutant::DryRunActs => &["dry-run-changes-nothing"],

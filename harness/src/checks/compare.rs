@@ -3,6 +3,8 @@
 //! calibrated response (`matches_calibrated`), or the invocation itself
 //! (`continues_verbatim`).
 
+use std::path::{Path, PathBuf};
+
 use serde_json::Value;
 
 use super::Context;
@@ -138,8 +140,20 @@ pub(super) fn differs_from(
     findings
 }
 
-/// `continues_verbatim`: `data.continue_command` is the invocation itself, maybe with an
-/// idempotency key added. Both are compared as the words `sh` makes of them.
+/// `continues_verbatim`: `data.continue_command` is the invocation itself (REQ-F-082: a paused
+/// call continues with the original invocation, a writer's with `--idempotency-key` appended).
+/// Both are compared as the words `sh` makes of them, with the choices the spec leaves open
+/// accepted:
+///
+/// - the program may be named another way: the same file after resolving symbolic links, the
+///   same name as a bare word found on `PATH` (an installed tool names itself so), or an
+///   interpreter followed by the script (what a Python or Node tool sees of itself:
+///   `sys.executable` and the script's path);
+/// - `--budget` with its value may be there or not, whatever the call had (the spec does not
+///   say whether the budget belongs to the invocation);
+/// - the key may be added when the call had none; one the call gave must stay.
+///
+/// Other arguments, a missing or changed one, a different program or a dropped key still fail.
 pub(super) fn continues_verbatim(
     expect: &Expect,
     obs: &Observation,
@@ -163,18 +177,138 @@ pub(super) fn continues_verbatim(
         (Ok(o), Ok(w)) => (o, w),
         (Err(e), _) | (_, Err(e)) => return vec![Finding::new(FindingKind::ContinueCommand, e)],
     };
-    let without_key = strip_key(&words);
-    if words == original || without_key == original {
-        return Vec::new();
+    match same_invocation(&original, &words, ctx.programs) {
+        Ok(()) => Vec::new(),
+        Err(why) => vec![
+            Finding::new(
+                FindingKind::ContinueCommand,
+                format!(
+                    "data.continue_command is not the original invocation ({why}; the program's \
+                     spelling, --budget and an added idempotency key aside)"
+                ),
+            )
+            .expected(original.join("\n"))
+            .actual(words.join("\n")),
+        ],
     }
-    vec![
-        Finding::new(
-            FindingKind::ContinueCommand,
-            "data.continue_command is not the original invocation (an idempotency key aside)",
-        )
-        .expected(original.join("\n"))
-        .actual(words.join("\n")),
-    ]
+}
+
+/// How a word names a file: as the program of a command line (a bare name is looked up on
+/// `PATH`), or as the script an interpreter runs (from the working directory).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Naming {
+    /// The first word of a command line.
+    Program,
+    /// The word after an interpreter.
+    Script,
+}
+
+/// The words of a command line that may name what it runs (a program, or an interpreter and
+/// its script), each with how it names it: the step stage finds the file each names before
+/// judging ([`Context::programs`]).
+pub(super) fn program_words(words: &[String]) -> impl Iterator<Item = (Naming, &String)> {
+    [Naming::Program, Naming::Script].into_iter().zip(words)
+}
+
+/// The file each program word names ([`Context::programs`]).
+type Programs = std::collections::BTreeMap<(Naming, String), Option<PathBuf>>;
+
+/// Why `cont` is not the invocation `original` again, if it is not.
+fn same_invocation(
+    original: &[String],
+    cont: &[String],
+    file: &Programs,
+) -> Result<(), &'static str> {
+    let (original_key, original) = take_key(original);
+    let (cont_key, cont) = take_key(cont);
+    if original_key.is_some() && cont_key != original_key {
+        return Err("the idempotency key of the call is missing or changed");
+    }
+    let (original, cont) = (without_budget(&original), without_budget(&cont));
+    let mut program_differs = false;
+    for (ko, kc) in [(1, 1), (1, 2), (2, 1), (2, 2)] {
+        if original.len() < ko || cont.len() < kc {
+            continue;
+        }
+        let (o_program, o_rest) = original.split_at(ko);
+        let (c_program, c_rest) = cont.split_at(kc);
+        if o_rest != c_rest {
+            continue;
+        }
+        if same_program(o_program, c_program, file) {
+            return Ok(());
+        }
+        program_differs = true;
+    }
+    Err(if program_differs { "another program" } else { "other arguments" })
+}
+
+/// Whether two program parts (a program, or an interpreter and its script) run the same thing.
+fn same_program(a: &[String], b: &[String], file: &Programs) -> bool {
+    if a == b {
+        return true;
+    }
+    match (a, b) {
+        ([a], [b]) => same_program_word(a, b, file),
+        // An interpreter and a script, named each its own way.
+        ([ai, a], [bi, b]) => {
+            same_program_word(ai, bi, file)
+                && same_file((Naming::Script, a), (Naming::Script, b), file)
+        }
+        // A script run by its `#!` line on one side, through its interpreter on the other.
+        ([script], [interpreter, b]) | ([interpreter, b], [script]) => {
+            located(file, (Naming::Program, interpreter)).is_some()
+                && same_file((Naming::Program, script), (Naming::Script, b), file)
+        }
+        _ => false,
+    }
+}
+
+/// Whether two words name one program: the same word, the same file, or a bare name found on
+/// `PATH` that is the other word's file name.
+fn same_program_word(a: &str, b: &str, file: &Programs) -> bool {
+    let bare_match = |bare: &str, other: &str| {
+        !bare.contains('/')
+            && located(file, (Naming::Program, bare)).is_some()
+            && Path::new(other).file_name().is_some_and(|n| n == bare)
+    };
+    a == b
+        || same_file((Naming::Program, a), (Naming::Program, b), file)
+        || bare_match(a, b)
+        || bare_match(b, a)
+}
+
+/// Whether two words, each named its way, name one existing file.
+fn same_file(a: (Naming, &str), b: (Naming, &str), file: &Programs) -> bool {
+    matches!((located(file, a), located(file, b)), (Some(x), Some(y)) if x == y)
+}
+
+fn located<'a>(file: &'a Programs, (naming, word): (Naming, &str)) -> Option<&'a Path> {
+    file.get(&(naming, word.to_owned())).and_then(|p| p.as_deref())
+}
+
+/// The file a word names, symbolic links resolved, or `None`: as a program the shell finds it (a
+/// word with a `/` from `cwd`, a bare name as an executable file on `path`), as a script from
+/// `cwd`.
+pub fn locate_program(
+    word: &str,
+    naming: Naming,
+    cwd: &Path,
+    path: Option<&std::ffi::OsStr>,
+) -> Option<PathBuf> {
+    if word.is_empty() {
+        return None;
+    }
+    if word.contains('/') || naming == Naming::Script {
+        let file = std::fs::canonicalize(cwd.join(word)).ok()?;
+        return file.is_file().then_some(file);
+    }
+    std::env::split_paths(path?).find_map(|dir| {
+        use std::os::unix::fs::PermissionsExt as _;
+        let file = std::fs::canonicalize(cwd.join(dir).join(word)).ok()?;
+        let meta = std::fs::metadata(&file).ok()?;
+        (meta.is_file() && meta.permissions().mode() & 0o111 != 0).then_some(file)
+    })
 }
 
 /// The `data.continue_command` of a response, if it has one.
@@ -182,18 +316,31 @@ pub(super) fn continue_command(response: &Value) -> Option<&str> {
     response.pointer("/data/continue_command").and_then(Value::as_str)
 }
 
-/// The words without one `--idempotency-key K` / `--idempotency-key=K`.
-fn strip_key(words: &[String]) -> Vec<String> {
+/// The value of the first `--idempotency-key K` / `--idempotency-key=K`, and the other words.
+fn take_key(words: &[String]) -> (Option<String>, Vec<String>) {
+    let mut out = Vec::with_capacity(words.len());
+    let mut key = None;
+    let mut iter = words.iter();
+    while let Some(w) = iter.next() {
+        if key.is_none() && w == "--idempotency-key" {
+            key = Some(iter.next().cloned().unwrap_or_default());
+        } else if let (None, Some(k)) = (&key, w.strip_prefix("--idempotency-key=")) {
+            key = Some(k.to_owned());
+        } else {
+            out.push(w.clone());
+        }
+    }
+    (key, out)
+}
+
+/// The words without any `--budget V` / `--budget=V`.
+fn without_budget(words: &[String]) -> Vec<String> {
     let mut out = Vec::with_capacity(words.len());
     let mut iter = words.iter();
-    let mut stripped = false;
     while let Some(w) = iter.next() {
-        if !stripped && w == "--idempotency-key" {
-            stripped = true;
+        if w == "--budget" {
             iter.next();
-        } else if !stripped && w.starts_with("--idempotency-key=") {
-            stripped = true;
-        } else {
+        } else if !w.starts_with("--budget=") {
             out.push(w.clone());
         }
     }

@@ -19,12 +19,12 @@ mod stream;
 mod tests;
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::Value;
 
-pub use compare::{core, same_response};
+pub use compare::{Naming, core, locate_program, same_response};
 pub use manifest::check_rule;
 pub use output::PIPE_RELEASE_GRACE;
 pub use progress::progress_findings;
@@ -50,6 +50,9 @@ pub struct Context<'a> {
     pub calibrated: Result<(&'a Value, &'a Path), String>,
     /// The words `sh` makes of the command lines the checks asked for ([`lines_to_split`]).
     pub words: &'a BTreeMap<String, Result<Vec<String>, String>>,
+    /// The file each word of those lines (and of the invocation) that may name a program names,
+    /// when it names one ([`locate_program`]).
+    pub programs: &'a BTreeMap<(Naming, String), Option<PathBuf>>,
 }
 
 impl Context<'_> {
@@ -110,18 +113,22 @@ pub struct Resolved {
     pub durations: BTreeMap<String, Result<Duration, String>>,
     /// See [`Context::words`].
     pub words: BTreeMap<String, Result<Vec<String>, String>>,
+    /// See [`Context::programs`].
+    pub programs: BTreeMap<(Naming, String), Option<PathBuf>>,
 }
 
 impl Resolved {
     /// Resolves everything the checks of `expect` need for `obs`: each template with `text`,
     /// each duration expression with `duration`, each command line with `split` (which may run
-    /// `sh`; it is called only for [`lines_to_split`]).
+    /// `sh`; it is called only for [`lines_to_split`]), and the words of those lines and of the
+    /// invocation that may name a program with `locate` (which may read the file system).
     pub fn new(
         expect: &Expect,
         obs: &Observation,
         text: impl Fn(&str) -> Result<String, String>,
         duration: impl Fn(&str) -> Result<Duration, String>,
         split: impl Fn(&str) -> Result<Vec<String>, String>,
+        locate: impl Fn(&str, Naming) -> Option<PathBuf>,
     ) -> Self {
         let mut resolved = Resolved::default();
         for t in expect.templates() {
@@ -137,6 +144,19 @@ impl Resolved {
                 let words = split(entry.key());
                 entry.insert(words);
             }
+        }
+        let argv = match &obs.record.repro.command {
+            ReproCommand::Argv(argv) if expect.continues_verbatim == Some(true) => argv.as_slice(),
+            _ => &[],
+        };
+        let split_words = resolved.words.values().filter_map(|w| w.as_ref().ok());
+        let candidates: Vec<(Naming, String)> = std::iter::once(argv)
+            .chain(split_words.map(Vec::as_slice))
+            .flat_map(compare::program_words)
+            .map(|(naming, word)| (naming, word.clone()))
+            .collect();
+        for key in candidates {
+            resolved.programs.entry(key).or_insert_with_key(|(naming, w)| locate(w, *naming));
         }
         resolved
     }
@@ -155,6 +175,7 @@ impl Resolved {
             last,
             calibrated,
             words: &self.words,
+            programs: &self.programs,
         }
     }
 }

@@ -125,6 +125,11 @@ fn split(line: &str) -> Result<Vec<String>, String> {
     Ok(line.split_whitespace().map(str::to_owned).collect())
 }
 
+/// No word names a program file (the checks then compare program words as words).
+fn no_program(_: &str, _: Naming) -> Option<PathBuf> {
+    None
+}
+
 /// The scenario as the checks see it: earlier observations and the calibrated response.
 #[derive(Default)]
 struct World {
@@ -156,7 +161,7 @@ impl World {
 
     /// `check_one`, with the context resolved by the test resolvers.
     fn judge(&self, expect: &Expect, obs: &Observation) -> Vec<Finding> {
-        self.judge_with(expect, obs, &Resolved::new(expect, obs, text, duration, split))
+        self.judge_with(expect, obs, &Resolved::new(expect, obs, text, duration, split, no_program))
     }
 }
 
@@ -393,6 +398,10 @@ fn the_step_stage_resolves_everything_the_checks_ask_for() {
             asked.borrow_mut().push(format!("split {l}"));
             split(l)
         },
+        |w, naming| {
+            asked.borrow_mut().push(format!("locate {w} as {naming:?}"));
+            None
+        },
     );
     // Each thing once, even when it is asked for twice.
     assert_eq!(
@@ -407,7 +416,9 @@ fn the_step_stage_resolves_everything_the_checks_ask_for() {
             "text 5s",
             "duration 1ms",
             "text 1ms",
-            "split /bin/tool go --x"
+            "split /bin/tool go --x",
+            "locate /bin/tool as Program",
+            "locate go as Script"
         ]
     );
     let found = World::default().judge_with(&e, &obs, &resolved);
@@ -502,7 +513,8 @@ fn elapsed_bounds_hold_inclusively() {
     // A bound of several terms shows each as measured, never a variable's name.
     let w = World::default();
     let e = expect(json!({ "elapsed_max": "{budget} + 50ms" }));
-    let resolved = Resolved::new(&e, &obs, text, |_| Ok(Duration::from_millis(92)), split);
+    let resolved =
+        Resolved::new(&e, &obs, text, |_| Ok(Duration::from_millis(92)), split, no_program);
     let f = only(w.judge_with(&e, &obs, &resolved));
     assert_eq!(f.message, "took 100 ms, more than 92 ms (42 ms + 50ms)");
     let f = only(judge(&expect(json!({ "elapsed_max": "soon" })), &obs));
@@ -727,7 +739,7 @@ fn continues_verbatim_wants_the_invocation_maybe_with_a_key() {
         .build()
     };
     assert!(judge(&e, &shell("tool  go --budget 1s")).is_empty());
-    assert_eq!(only(judge(&e, &shell("tool go"))).check, "continue-command");
+    assert_eq!(only(judge(&e, &shell("tool go on"))).check, "continue-command");
 }
 
 #[test]
@@ -834,4 +846,210 @@ fn manifest_rules_judge_the_manifest_in_the_response() {
     );
     let f = only(judge(&e, &responding(json!({ "name": "tool" }))));
     assert_eq!(f.message, "the manifest has no `commands` object");
+}
+
+// ---- continues_verbatim: the choices the spec leaves open (issue 15) ----
+
+/// A directory with a program `bin/tool`, a link `link/tool` to it, another program
+/// `bin/other`, a script `cli.py`, and a `PATH` directory whose `tool` links to `bin/tool`.
+struct Programs {
+    dir: tempfile::TempDir,
+}
+
+impl Programs {
+    fn new() -> Self {
+        use std::os::unix::fs::{PermissionsExt as _, symlink};
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for sub in ["bin", "link", "path"] {
+            std::fs::create_dir(root.join(sub)).unwrap();
+        }
+        for file in ["bin/tool", "bin/other"] {
+            std::fs::write(root.join(file), "#!/bin/sh\n").unwrap();
+            std::fs::set_permissions(root.join(file), std::fs::Permissions::from_mode(0o755))
+                .unwrap();
+        }
+        std::fs::write(root.join("cli.py"), "print()\n").unwrap();
+        symlink(root.join("bin/tool"), root.join("link/tool")).unwrap();
+        symlink(root.join("bin/tool"), root.join("path/tool")).unwrap();
+        Programs { dir }
+    }
+
+    fn at(&self, rel: &str) -> String {
+        self.dir.path().join(rel).display().to_string()
+    }
+
+    /// The findings of `continues_verbatim` for a call `argv` (run in the directory) that
+    /// answered `line`, with `PATH` the directory's `path/` (or nothing).
+    fn judge(&self, argv: &[String], line: &str, on_path: bool) -> Vec<Finding> {
+        let e = expect(json!({ "continues_verbatim": true }));
+        let obs = Parts {
+            stdout: envelope(json!({ "continue_command": line })).to_string().into_bytes(),
+            command: ReproCommand::Argv(argv.to_vec()),
+            ..Parts::default()
+        }
+        .build();
+        let path = self.dir.path().join("path");
+        let locate = |w: &str, naming| {
+            locate_program(w, naming, self.dir.path(), on_path.then_some(path.as_os_str()))
+        };
+        let resolved = Resolved::new(&e, &obs, text, duration, split, locate);
+        World::default().judge_with(&e, &obs, &resolved)
+    }
+}
+
+fn words(text: &str) -> Vec<String> {
+    text.split_whitespace().map(str::to_owned).collect()
+}
+
+#[test]
+fn continues_verbatim_accepts_the_program_named_another_way() {
+    let p = Programs::new();
+    let through_link = words(&format!("{} analyze a.csv", p.at("link/tool")));
+    // The file the link points to, and the bare name an installed tool prints.
+    assert!(
+        p.judge(&through_link, &format!("{} analyze a.csv", p.at("bin/tool")), false).is_empty()
+    );
+    assert!(p.judge(&through_link, "tool analyze a.csv", true).is_empty());
+    // A bare name nowhere on PATH names nothing.
+    let f = only(p.judge(&through_link, "tool analyze a.csv", false));
+    assert!(f.message.contains("another program"), "{}", f.message);
+    // A script run by its #! line, continued through its interpreter, and the other way round.
+    let script = words(&format!("{} count w.txt", p.at("cli.py")));
+    assert!(p.judge(&script, &format!("/bin/sh {} count w.txt", p.at("cli.py")), false).is_empty());
+    let interpreted = words("/bin/sh cli.py count w.txt");
+    assert!(
+        p.judge(&interpreted, &format!("/bin/sh {} count w.txt", p.at("cli.py")), false).is_empty()
+    );
+    assert!(p.judge(&interpreted, &format!("{} count w.txt", p.at("cli.py")), false).is_empty());
+}
+
+#[test]
+fn continues_verbatim_still_fails_another_program() {
+    let p = Programs::new();
+    let call = words(&format!("{} analyze a.csv", p.at("bin/tool")));
+    let f = only(p.judge(&call, &format!("{} analyze a.csv", p.at("bin/other")), true));
+    assert_eq!(f.check, "continue-command");
+    assert!(f.message.contains("another program"), "{}", f.message);
+    // A name that is the program's but runs something else through an interpreter.
+    let f = only(p.judge(&call, &format!("/bin/sh {} analyze a.csv", p.at("bin/other")), true));
+    assert!(f.message.contains("another program"), "{}", f.message);
+    // An argument naming a file does not make a program of it.
+    let with_file = words(&format!("{} cli.py", p.at("bin/tool")));
+    assert_eq!(
+        only(p.judge(&with_file, &format!("{} cli.py", p.at("bin/other")), true)).check,
+        "continue-command"
+    );
+}
+
+#[test]
+fn continues_verbatim_accepts_the_budget_pair_either_way() {
+    let p = Programs::new();
+    let tool = p.at("bin/tool");
+    let with_budget = words(&format!("{tool} analyze a.csv --budget 300ms"));
+    for line in [
+        format!("{tool} analyze a.csv"),
+        format!("{tool} analyze a.csv --budget 300ms"),
+        format!("{tool} analyze --budget=1s a.csv"),
+    ] {
+        assert!(p.judge(&with_budget, &line, false).is_empty(), "{line}");
+    }
+    let without = words(&format!("{tool} analyze a.csv"));
+    assert!(p.judge(&without, &format!("{tool} analyze a.csv --budget 300ms"), false).is_empty());
+}
+
+#[test]
+fn continues_verbatim_still_fails_other_missing_arguments_and_a_dropped_key() {
+    let p = Programs::new();
+    let tool = p.at("bin/tool");
+    let call = words(&format!("{tool} analyze a.csv --budget 300ms"));
+    for line in [
+        format!("{tool} analyze b.csv"),
+        format!("{tool} analyze"),
+        format!("{tool} analyze a.csv --verbose"),
+        format!("{tool} a.csv analyze"),
+    ] {
+        let f = only(p.judge(&call, &line, false));
+        assert!(f.message.contains("other arguments"), "{line}: {}", f.message);
+    }
+    // A key the caller gave must come back as it was; one the call lacked may be added.
+    let keyed = words(&format!("{tool} import r.csv --idempotency-key k1"));
+    assert!(
+        p.judge(&keyed, &format!("{tool} import r.csv --idempotency-key=k1"), false).is_empty()
+    );
+    for line in
+        [format!("{tool} import r.csv"), format!("{tool} import r.csv --idempotency-key k2")]
+    {
+        let f = only(p.judge(&keyed, &line, false));
+        assert!(f.message.contains("idempotency key"), "{line}: {}", f.message);
+    }
+    let unkeyed = words(&format!("{tool} import r.csv"));
+    assert!(
+        p.judge(&unkeyed, &format!("{tool} import r.csv --idempotency-key k9"), false).is_empty()
+    );
+}
+
+// ---- the §79 audit's rule over the catalogue (issue 15) ----
+
+/// The requirements whose scenarios the audit went through.
+const AUDITED: &[&str] = &[
+    "REQ-F-080",
+    "REQ-F-081",
+    "REQ-F-082",
+    "REQ-C-033",
+    "REQ-C-034",
+    "REQ-C-035",
+    "REQ-C-007",
+    "REQ-C-022",
+    "REQ-F-069",
+];
+
+fn audited_scenarios() -> Vec<crate::scenario::Scenario> {
+    let catalogue = crate::scenario::Catalogue::embedded().unwrap();
+    catalogue.scenarios.into_iter().filter(|s| AUDITED.contains(&s.requirement.as_str())).collect()
+}
+
+#[test]
+fn every_audited_scenario_cites_the_requirement_behind_it() {
+    let uncited: Vec<String> = audited_scenarios()
+        .into_iter()
+        .filter(|s| s.id != "manifest-valid")
+        .filter(|s| {
+            let notes = s.notes.as_deref().unwrap_or_default();
+            !(notes.contains("REQ-") || notes.contains("CONTRACT §"))
+        })
+        .map(|s| s.id)
+        .collect();
+    assert!(uncited.is_empty(), "scenarios whose notes cite no requirement: {uncited:?}");
+}
+
+#[test]
+fn no_scenario_requires_meta_idempotency_hit() {
+    // REQ-C-007's criteria are `effect: "noop"` and the original data; the flag is only in
+    // its wire example.
+    let catalogue = crate::scenario::Catalogue::embedded().unwrap();
+    for s in &catalogue.scenarios {
+        for e in s.steps.iter().filter_map(crate::scenario::Step::expect) {
+            for check in &e.json {
+                assert!(!check.pointer.contains("idempotency_hit"), "{}: {}", s.id, check.pointer);
+            }
+        }
+    }
+}
+
+#[test]
+fn no_audited_scenario_needs_a_new_job_id_after_a_cancel() {
+    // Ids derived from the invocation are legal: a restart after a cancel may keep the id.
+    for s in audited_scenarios() {
+        let cancels_at =
+            s.steps.iter().position(|step| matches!(step, crate::scenario::Step::Cancel(_)));
+        let Some(cancel) = cancels_at else { continue };
+        for e in s.steps[cancel..].iter().filter_map(crate::scenario::Step::expect) {
+            for check in e.json.iter().filter(|c| c.pointer == "/data/job_id") {
+                let wanted = serde_json::to_value(check).unwrap();
+                let differs = wanted.get("not_equals").is_some_and(|v| !v.is_null());
+                assert!(!differs, "{}: {wanted}", s.id);
+            }
+        }
+    }
 }

@@ -2,6 +2,7 @@
 //! and running `data.cancel_command`, both through `sh -c` as an agent would.
 
 use std::ffi::OsString;
+use std::time::Duration;
 
 use super::{DEFAULT_MAX_HOPS, INCOMPLETE, ScenarioState};
 use crate::checks;
@@ -10,6 +11,25 @@ use crate::observe::Observation;
 use crate::outcome::Finding;
 use crate::outcome::FindingKind;
 use crate::scenario::ShellStep;
+
+/// The shortest a hop is taken to last, whatever the tool's measured start-up.
+const MIN_HOP: Duration = Duration::from_millis(20);
+
+/// How many hops a continue loop without `max_hops` allows: enough to hop for the whole
+/// `window` (the loop's time allowance, derived from the calibrated duration D) as fast as the
+/// tool can answer, and never fewer than [`DEFAULT_MAX_HOPS`].
+///
+/// A hop answering 14 lasts at least the tool's start-up, and at least its budget when that is
+/// longer (a tool counting its budget from its own start answers at the later of the two); so
+/// a hop's budget never makes it shorter than the start-up, and the start-up alone bounds how
+/// many fit. It is halved, since a later process may start faster than the one measured at
+/// discovery. A fixed count would run out for a tool whose start-up eats a small budget, each
+/// hop then doing a sliver of work.
+pub(super) fn hop_limit(window: Duration, startup: Duration) -> u32 {
+    let per_hop = (startup / 2).max(MIN_HOP);
+    let hops = window.as_millis().div_ceil(per_hop.as_millis());
+    u32::try_from(hops).unwrap_or(u32::MAX).max(DEFAULT_MAX_HOPS)
+}
 
 impl ScenarioState<'_> {
     /// The command line at `pointer` of `from`'s last response, or a finding.
@@ -65,7 +85,10 @@ impl ScenarioState<'_> {
             Ok(l) => l,
             Err(f) => return Ok(vec![f]),
         };
-        let max_hops = c.max_hops.unwrap_or(DEFAULT_MAX_HOPS);
+        let max_hops = match c.max_hops {
+            Some(hops) => hops,
+            None => hop_limit(self.limit(None)?, self.subject.startup),
+        };
         let mut indices = Vec::new();
         for hop in 1..=max_hops {
             let inv = self.shell_invocation(c, line.clone())?;
@@ -106,5 +129,24 @@ impl ScenarioState<'_> {
         let outcome = exec::run(&inv).map_err(|e| e.to_string())?;
         let i = self.record(&c.name, c.name.clone(), &inv, outcome);
         Ok(self.judge(&c.name, &c.expect, &[i]))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_hop_limit_covers_the_work_at_the_pace_the_tool_can_answer() {
+        let ms = Duration::from_millis;
+        // A 2.5 s work behind a 40 ms start-up: hops answering as the tool starts must be able
+        // to cover the work (100 of them would not), within the 3 x D + 30 s allowance.
+        let hops = hop_limit(ms(3 * 2500 + 30_000), ms(40));
+        assert!(ms(40) / 2 * hops >= ms(2500), "{hops}");
+        assert_eq!(hops, 1875);
+        // A slow start-up never lowers it below the default.
+        assert_eq!(hop_limit(ms(30_000), ms(5000)), DEFAULT_MAX_HOPS);
+        // A start-up measured as nothing is taken as the smallest hop.
+        assert_eq!(hop_limit(ms(30_000), Duration::ZERO), 1500);
     }
 }

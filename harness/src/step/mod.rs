@@ -41,7 +41,7 @@ use crate::scenario::{
 pub const DEFAULT_STEP_LIMIT: Duration = Duration::from_secs(30);
 /// The tool's exit code INCOMPLETE (CONTRACT §1): the work goes on, run `continue_command`.
 pub const INCOMPLETE: i32 = 14;
-/// Default hop limit of a continue loop.
+/// The fewest hops a continue loop without `max_hops` allows (see `continuation::hop_limit`).
 pub const DEFAULT_MAX_HOPS: u32 = 100;
 
 /// What the steps of a scenario came to.
@@ -198,6 +198,10 @@ impl ScenarioState<'_> {
             |t| self.text(t),
             |d| self.duration(d),
             |l| self.shell_words(l),
+            |w, naming| {
+                let path = self.base_env.get(std::ffi::OsStr::new("PATH"));
+                checks::locate_program(w, naming, &self.work, path.map(OsString::as_os_str))
+            },
         );
         let ctx = resolved.context(&self.observations, &self.last, self.calibrated());
         checks::check_one(expect, obs, &ctx)

@@ -48,7 +48,7 @@ fn without_a_profile_the_quick_checks_run_and_pass() {
     for id in [
         "manifest-valid",
         "interruption-has-detach-or-resume",
-        "budget-flag-only-when-interruptible",
+        "budget-flag-listed-where-interruptible",
         "unknown-flag-is-arg-error",
         "plain-command-ignores-budget-env",
     ] {
@@ -106,10 +106,33 @@ fn role_scenarios_pass_with_a_profile() {
     }
 }
 
+/// A plain command that takes `--budget` fails the behaviour (a `must`, so the run is not
+/// conformant) and the listing (a `should`).
+#[test]
+fn a_plain_command_taking_budget_is_caught_by_its_behaviour() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = fake_profile(dir.path(), ", FAKETOOL_FAULT = \"budget-flag-on-plain\"");
+    let text = std::fs::read_to_string(&profile).unwrap();
+    std::fs::write(&profile, format!("{text}\n[roles.plain_slow]\nargv = [\"greet\"]\n")).unwrap();
+    let only = [
+        "--only",
+        "budget-flag-only-when-interruptible",
+        "--only",
+        "budget-flag-listed-where-interruptible",
+    ];
+    let (code, report) = run_json(&only, Some(&profile));
+    assert_eq!(code, 80, "{report:#}");
+    assert_eq!(status_of(&report, "budget-flag-only-when-interruptible"), "fail");
+    assert!(findings_of(&report, "budget-flag-only-when-interruptible").contains(&"exit-code"));
+    assert_eq!(status_of(&report, "budget-flag-listed-where-interruptible"), "fail");
+    assert!(
+        findings_of(&report, "budget-flag-listed-where-interruptible").contains(&"manifest-rule")
+    );
+}
+
 /// Every planted fault fails the run (NOT_CONFORMANT 80) through the scenario meant for it.
 #[rstest]
 #[case::unknown_flag("unknown-flag-exit-1", "unknown-flag-is-arg-error", "exit-code")]
-#[case::budget_flag("budget-flag-on-plain", "budget-flag-only-when-interruptible", "manifest-rule")]
 #[case::budget_env("budget-env-on-plain", "plain-command-ignores-budget-env", "json-pointer")]
 #[case::progress("progress-backwards", "progress-never-decreases", "progress-monotonic")]
 #[case::final_response(
