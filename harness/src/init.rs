@@ -67,7 +67,7 @@ pub fn skeleton(tool: &str, manifest: &Value) -> String {
     out.push_str(
         "# As it stands it runs the static and quick checks. Uncomment a role, fill in <ARGS>\n\
          # (arguments that give the command seconds of work), fixtures and setup, and its\n\
-         # scenarios run too. The roles and every key are described in conform's manual.\n\n\
+         # scenarios run too. `conform manual profile` describes the roles and every key.\n\n\
          [tool]\n\
          # env = { MYTOOL_PACE_MS = \"100\" }      # for every invocation\n\
          # instance_flag = \"--instance-id\"        # or instance_env = \"MYTOOL_INSTANCE_ID\"\n",
