@@ -8,6 +8,7 @@ mod engine;
 mod exec;
 mod foreign;
 mod hostile;
+mod install;
 mod kit_fixtures;
 mod layers;
 mod levels;
