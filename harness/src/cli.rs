@@ -130,7 +130,8 @@ pub struct RunArgs {
     ///
     /// Scenarios mostly wait on the tool (its pacing, budgets, jobs), not on the CPU, so
     /// several at once shorten a run towards its longest scenario; see `conform manual
-    /// running`. `-j 1` runs them one by one, in catalogue order.
+    /// running`. `-j 1` runs them one by one, in catalogue order. A slow-starting tool under a
+    /// short kit `timeout_seconds` on a loaded machine may need a lower `-j`.
     #[arg(short = 'j', long = "jobs", value_name = "N", default_value_t = default_jobs(),
           value_parser = clap::value_parser!(u16).range(1..=256))]
     pub jobs: u16,
