@@ -1,4 +1,4 @@
-//! The command line: `conform run | list | explain | completions`.
+//! The command line: `conform run | list | explain | init | manual | completions`.
 //!
 //! Parsing is clap's; everything after parsing is a function returning conform's exit code
 //! ([`crate::exit`]). A bad invocation, an unreadable or invalid profile, a filter that matches
@@ -28,9 +28,41 @@ use crate::scenario::{Catalogue, Declaration, SCENARIO_FILES, Scenario};
 use crate::snapshot::SnapshotStore;
 use crate::summary::{RunFacts, RunSummary};
 
+pub mod manual;
+
+/// What `conform --version` prints: conform's version and the version of the spec it judges,
+/// since a verdict means something only against a known spec.
+pub fn version_text() -> String {
+    format!(
+        "conform {} (judges the CLI Agent Spec, schema version {SPEC_VERSION})",
+        env!("CARGO_PKG_VERSION")
+    )
+}
+
+/// Where `conform --help` points for the rest of the manual.
+const AFTER_HELP: &str = "The manual (the profile and scenario formats, the checks, the \
+    redaction rules, how a run goes): `conform manual` lists its topics, `conform manual \
+    profile` prints one. The same text is conform's crate docs.";
+
+/// The `-j` of a run given none: eight scenarios per core, at least 32 and at most 64.
+///
+/// A scenario mostly waits: on the tool's pacing, on budgets running out, on jobs ending, so
+/// a run's wall time falls with `-j` until it nears its longest scenario. Measured by
+/// `scripts/bench-jobs.py` over reftool's 69 scenarios on a shared two-core machine: -j 1
+/// 143 s, -j 8 19 s, -j 16 14 s, -j 32 10-11 s, the longest single scenario 7.8 s (alone);
+/// beside three CPU-burning loops -j 8 took up to 48 s and -j 32 11-13 s, without a failure.
+/// Past 32 the run gains nothing more on two cores, since the scenarios then stretch each
+/// other; hence the floor, which keeps the gain on a small machine. The cap keeps a large one
+/// from starting a hundred tool processes at once for no further gain.
+pub fn default_jobs() -> u16 {
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    let jobs = cores.saturating_mul(8).clamp(32, 64);
+    u16::try_from(jobs).unwrap_or(64)
+}
+
 /// conform: the conformance suite for CLI tools that AI agents call.
 #[derive(Debug, Parser)]
-#[command(name = "conform", version, about, long_about = None)]
+#[command(name = "conform", version, about, after_help = AFTER_HELP)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
@@ -64,6 +96,14 @@ pub enum Command {
         #[arg(long, value_name = "FILE")]
         output: Option<PathBuf>,
     },
+    /// Print a part of conform's manual (without TOPIC: the list of topics).
+    Manual {
+        /// The topic, e.g. `profile`, `scenarios`, `checks`.
+        topic: Option<String>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = OutputFormat::Human)]
+        format: OutputFormat,
+    },
     /// Print a shell completion script.
     Completions {
         /// The shell.
@@ -86,8 +126,13 @@ pub struct RunArgs {
     /// Skip scenarios with this id, requirement or tag (repeatable).
     #[arg(long, value_name = "ID")]
     pub skip: Vec<String>,
-    /// Scenarios run at once.
-    #[arg(short = 'j', long = "jobs", value_name = "N", default_value_t = 1,
+    /// Scenarios run at once (by default eight per core, at least 32, at most 64).
+    ///
+    /// Scenarios mostly wait on the tool (its pacing, budgets, jobs), not on the CPU, so
+    /// several at once shorten a run towards its longest scenario; see `conform manual
+    /// running`. `-j 1` runs them one by one, in catalogue order. A slow-starting tool under a
+    /// short kit `timeout_seconds` on a loaded machine may need a lower `-j`.
+    #[arg(short = 'j', long = "jobs", value_name = "N", default_value_t = default_jobs(),
           value_parser = clap::value_parser!(u16).range(1..=256))]
     pub jobs: u16,
     /// The report on stdout.
@@ -142,7 +187,11 @@ pub fn main_with(args: impl IntoIterator<Item = OsString>) -> u8 {
         Ok(cli) => cli,
         Err(e) => {
             use clap::error::ErrorKind;
-            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+            if e.kind() == ErrorKind::DisplayVersion {
+                write_stdout(&format!("{}\n", version_text()));
+                return exit::SUCCESS;
+            }
+            if e.kind() == ErrorKind::DisplayHelp {
                 let _ = e.print();
                 return exit::SUCCESS;
             }
@@ -156,6 +205,7 @@ pub fn main_with(args: impl IntoIterator<Item = OsString>) -> u8 {
         Command::List { format } => list(format),
         Command::Explain { scenario_id, format } => explain(&scenario_id, format),
         Command::Init { tool, output } => init(&tool, output.as_deref()),
+        Command::Manual { topic, format } => manual(topic.as_deref(), format, started),
         Command::Completions { shell } => {
             let mut cmd = Cli::command();
             clap_complete::generate(shell, &mut cmd, "conform", &mut std::io::stdout().lock());
@@ -534,6 +584,36 @@ fn explain(id: &str, format: OutputFormat) -> Result<u8, ArgError> {
             out.push_str(source);
             write_stdout(&out);
         }
+    }
+    Ok(exit::SUCCESS)
+}
+
+fn manual(topic: Option<&str>, format: OutputFormat, started: Instant) -> Result<u8, ArgError> {
+    let topics = || -> Vec<Value> {
+        manual::TOPICS.iter().map(|t| json!({ "name": t.name, "summary": t.summary })).collect()
+    };
+    let Some(name) = topic else {
+        match format {
+            OutputFormat::Json => {
+                write_stdout(&success_envelope(json!({ "topics": topics() }), started));
+            }
+            OutputFormat::Human => write_stdout(&manual::topic_list()),
+        }
+        return Ok(exit::SUCCESS);
+    };
+    let Some(found) = manual::topic(name) else {
+        return Err(ArgError::new(
+            format!("no manual topic `{name}`\n{}", manual::topic_list().trim_end()),
+            format,
+        ));
+    };
+    let text = manual::plain(found.text);
+    match format {
+        OutputFormat::Json => {
+            let data = json!({ "topic": found.name, "summary": found.summary, "text": text });
+            write_stdout(&success_envelope(data, started));
+        }
+        OutputFormat::Human => write_stdout(&text),
     }
     Ok(exit::SUCCESS)
 }

@@ -85,7 +85,7 @@ pub fn skeleton(tool: &str, manifest: &Value) -> String {
     out.push_str(
         "# As it stands it runs the static and quick checks. Uncomment a role, fill in <ARGS>\n\
          # (arguments that give the command seconds of work), fixtures and setup, and its\n\
-         # scenarios run too. The roles and every key are described in conform's manual.\n\n\
+         # scenarios run too. `conform manual profile` describes the roles and every key.\n\n\
          [tool]\n",
     );
     // `conform run --profile conform.toml` then needs no TOOL argument.

@@ -257,3 +257,111 @@ fn init_drafts_stream_probes_and_the_argument_order() {
     assert_eq!(profile.file.kit.stream[1].after_lines, Some(3));
     assert!(profile.file.kit.argument_order.is_some());
 }
+
+#[test]
+fn version_names_conform_and_the_spec_it_judges() {
+    for flag in ["--version", "-V"] {
+        let out = conform().arg(flag).output().unwrap();
+        assert_eq!(code(&out), 0);
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert_eq!(text, format!("{}\n", conform::cli::version_text()));
+        assert!(text.starts_with(&format!("conform {} ", env!("CARGO_PKG_VERSION"))), "{text}");
+        assert!(text.contains(&format!("schema version {}", conform::report::SPEC_VERSION)));
+    }
+}
+
+/// `conform --help` and the drafted profile point to the manual; `run --help` gives the `-j`
+/// default this machine gets and says how it is chosen.
+#[test]
+fn help_and_init_point_to_the_manual() {
+    let out = conform().arg("--help").output().unwrap();
+    assert_eq!(code(&out), 0);
+    let help = String::from_utf8(out.stdout).unwrap();
+    assert!(help.contains("conform manual"), "{help}");
+    let out = conform().args(["run", "--help"]).output().unwrap();
+    let help = String::from_utf8(out.stdout).unwrap();
+    let default = conform::cli::default_jobs();
+    assert!(help.contains(&format!("[default: {default}]")), "{help}");
+    assert!(help.contains("eight per core"), "{help}");
+    let manifest = serde_json::json!({ "schema_version": "3.20", "commands": {} });
+    let text = conform::init::skeleton("mytool", &manifest);
+    assert!(text.contains("`conform manual profile`"), "{text}");
+}
+
+/// The `-j` default: never below the floor, four per core above it, capped.
+#[test]
+fn the_default_jobs_follow_the_cores() {
+    let cores = std::thread::available_parallelism().unwrap().get();
+    let jobs = usize::from(conform::cli::default_jobs());
+    assert_eq!(jobs, (8 * cores).clamp(32, 64));
+    use clap::Parser;
+    let conform::cli::Command::Run(run) =
+        conform::cli::Cli::try_parse_from(["conform", "run", "t"]).unwrap().command
+    else {
+        panic!("not a run")
+    };
+    assert_eq!(usize::from(run.jobs), jobs);
+}
+
+/// Every file of `harness/docs/` is a topic of `conform manual` and a part of the crate docs
+/// (included by lib.rs), so the two are one text; each topic prints that text.
+#[test]
+fn the_manual_is_the_crate_docs() {
+    use conform::cli::manual::{TOPICS, plain};
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let lib = std::fs::read_to_string(dir.join("src/lib.rs")).unwrap();
+    let mut files: Vec<String> = std::fs::read_dir(dir.join("docs"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    files.sort();
+    let mut topics: Vec<String> = TOPICS.iter().map(|t| format!("{}.md", t.name)).collect();
+    topics.sort();
+    assert_eq!(files, topics, "a file of harness/docs/ without a topic, or the reverse");
+    for topic in TOPICS {
+        let file = format!("{}.md", topic.name);
+        let include = format!("#![doc = include_str!(\"../docs/{file}\")]");
+        assert!(lib.contains(&include), "lib.rs does not include {file}");
+        let on_disk = std::fs::read_to_string(dir.join("docs").join(&file)).unwrap();
+        assert_eq!(topic.text, on_disk);
+        let out = conform().args(["manual", topic.name]).output().unwrap();
+        assert_eq!(code(&out), 0);
+        let printed = String::from_utf8(out.stdout).unwrap();
+        assert!(printed.trim().len() > 100, "{}: {printed}", topic.name);
+        assert_eq!(printed, plain(&on_disk));
+        assert!(!printed.contains("[`"), "{}: a rustdoc link left: {printed}", topic.name);
+    }
+    // The order of the topics is the order of the crate docs.
+    let at: Vec<usize> =
+        TOPICS.iter().map(|t| lib.find(&format!("../docs/{}.md", t.name)).unwrap()).collect();
+    assert!(at.windows(2).all(|w| w[0] < w[1]), "{at:?}");
+}
+
+#[test]
+fn manual_without_a_topic_lists_them_and_an_unknown_one_is_arg_error() {
+    use conform::cli::manual::TOPICS;
+    let out = conform().arg("manual").output().unwrap();
+    assert_eq!(code(&out), 0);
+    let list = String::from_utf8(out.stdout).unwrap();
+    for topic in TOPICS {
+        assert!(list.lines().any(|l| l.trim_start().starts_with(topic.name)), "{list}");
+    }
+    let out = conform().args(["manual", "--format", "json"]).output().unwrap();
+    let envelope = stdout_json(&out);
+    assert!(errors(&validator("response-envelope.json"), &envelope).is_empty());
+    assert_eq!(envelope["data"]["topics"].as_array().unwrap().len(), TOPICS.len());
+
+    let out = conform().args(["manual", "no-such-topic"]).output().unwrap();
+    assert_eq!(code(&out), 2);
+    assert!(out.stdout.is_empty());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("no manual topic `no-such-topic`") && stderr.contains("profile"));
+    let out = conform().args(["manual", "no-such-topic", "--format", "json"]).output().unwrap();
+    assert_eq!(code(&out), 2);
+    let envelope = stdout_json(&out);
+    assert!(errors(&validator("response-envelope.json"), &envelope).is_empty());
+    assert_eq!(envelope["error"]["code"], "ARG_ERROR");
+    assert!(envelope["error"]["message"].as_str().unwrap().contains("scenarios"));
+    let out = conform().args(["manual", "profile", "--format", "json"]).output().unwrap();
+    assert_eq!(stdout_json(&out)["data"]["topic"], "profile");
+}

@@ -9,6 +9,7 @@ mod exec;
 mod foreign;
 mod hostile;
 mod init;
+mod install;
 mod kit_fixtures;
 mod layers;
 mod levels;
