@@ -130,7 +130,7 @@
 //! ```toml
 //! # conform.toml
 //! [tool]
-//! env = { MYTOOL_PACE_MS = "200" }   # for every invocation
+//! env = { MYTOOL_PACE_MS = "200", MYTOOL_HOME = "{sandbox}/state" }   # every invocation
 //! instance_flag = "--instance-id"     # how to select an instance (or instance_env = "...")
 //!
 //! [roles.detach]
@@ -181,7 +181,15 @@
 //! `[tool] command = ["python3", "cli.py"]` names the tool when `conform run` is given none.
 //! Every setup command (of roles and probes) finds the tool in `CONFORM_TOOL`: its absolute
 //! path, or, when the command has leading arguments, a script in the sandbox that runs the
-//! whole command with the arguments it is given.
+//! whole command with the arguments it is given; and the sandbox root in `CONFORM_SANDBOX_DIR`
+//! (`CONFORM_SANDBOX` is the marker every process of the sandbox carries, not a path).
+//!
+//! The values of `[tool] env` and of a role's `env` may name the sandbox's paths: `{sandbox}`,
+//! its root, and `{work}`, its working directory (`{{` and `}}` are literal braces). They are
+//! filled in for each scenario, so a tool that keeps its state under a variable of its own
+//! needs no wrapper script to keep scenarios apart (`MYTOOL_HOME` in the example above).
+//! Any other `{...}` in a value (`{budget}`, `{tool}`, a typo) is a profile error when the
+//! profile is loaded: nothing runs.
 //!
 //! Every key is checked ([`profile`]): an unknown key or role, an empty argv, a missing
 //! fixture, a blank setup line, a probe that confirms itself (`--yes`, `--force`, `--confirm`,
