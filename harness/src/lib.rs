@@ -342,7 +342,19 @@
 //!
 //! Responses are compared after the rules of [`redact`]: sandbox paths, durations,
 //! timestamps, job ids, idempotency keys, etags and pids are replaced by placeholders, so two
-//! runs of the same work compare equal.
+//! runs of the same work compare equal. Snapshots (`--snapshots DIR`, [`snapshot`]) also
+//! replace the machine's paths, the tool's (`[TOOL]`, `[TOOL_DIR]`), conform's working
+//! directory (`[CWD]`) and `HOME` (`[HOME]`), so that snapshots recorded on one machine compare
+//! equal on any other.
+//!
+//! ## Reports
+//!
+//! `--format json` prints one envelope on one line, sized for CI: its `data`
+//! (`schemas/conform-report-data.json`) holds the manifest once, as `data.manifest`, and an
+//! evidence record that printed it says `"stdout_ref": "manifest"`; a record whose stdout was
+//! one JSON document keeps it as `envelope` only ([`report::json`]). `--summary-md FILE`
+//! writes a compact claim table (verdict, counts, the first three reasons) and one row per
+//! finding with the command that reproduces its step ([`report::markdown`]).
 
 pub mod baseline;
 pub mod calibrate;
