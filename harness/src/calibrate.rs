@@ -175,7 +175,7 @@ pub fn measure(subject: &Subject, role_name: &str, keep: bool) -> Result<Calibra
         argv.extend(["--budget".to_owned(), "0".to_owned()]);
     }
     let mut inv = sandbox.invocation(Program::Argv(argv.iter().map(OsString::from).collect()));
-    for (k, v) in &role.env {
+    for (k, v) in crate::profile::render_env(&role.env, sandbox.root(), &sandbox.work()) {
         inv.env.insert(k.into(), v.into());
     }
     inv.stdin = role.stdin_mode();

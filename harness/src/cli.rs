@@ -375,7 +375,10 @@ fn run_command(args: &RunArgs, started: Instant) -> Result<u8, ArgError> {
     }));
     let finish = |result: &mut ScenarioResult, root: Option<&Path>| {
         if let Some(store) = &snapshots {
-            let mut redactor = Redactor::new();
+            // Where the tool and conform run differs per machine: snapshots say `[TOOL]`,
+            // `[CWD]`, `[HOME]` instead (see `redact`).
+            let invoked = args.tool.as_deref().map_or_else(|| tool.clone(), PathBuf::from);
+            let mut redactor = Redactor::new().with_tool(invoked, &tool).with_host();
             if let Some(root) = root {
                 redactor = redactor.with_sandbox_root(root);
             }

@@ -6,7 +6,9 @@
 //! directory and an environment, this stage decides what goes in it. Roles and kit probes
 //! are prepared by one mechanism (a `Part` each), so a fixture or a failing setup line reads the
 //! same wherever it comes from. Every setup line runs through [`Sandbox::run_setup_with`],
-//! with the tool in [`TOOL_ENV`] and, for a role, the role's environment.
+//! with the tool in [`TOOL_ENV`], the sandbox root in [`SANDBOX_DIR_ENV`] and, for a role, the
+//! role's environment. `{sandbox}` and `{work}` in the profile's `env` values are the sandbox's
+//! paths ([`crate::profile::render_env`]).
 //!
 //! Each prepared sandbox is registered with [`crate::interrupt`] for as long as it lives, so
 //! a Ctrl-C of conform stops its processes and removes it.
@@ -16,10 +18,14 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::interrupt::{self, Registration};
-use crate::profile::Profile;
+use crate::profile::{Profile, render_env};
 use crate::sandbox::{Sandbox, SandboxError};
 use crate::scenario::ProbeKind;
 use crate::tool::{TOOL_ENV, Tool};
+
+/// The variable holding the sandbox root in every setup command. (`CONFORM_SANDBOX` is taken:
+/// it is the marker every process of the sandbox carries, [`crate::sandbox::MARKER_VAR`].)
+pub const SANDBOX_DIR_ENV: &str = "CONFORM_SANDBOX_DIR";
 
 /// Bound on a setup command.
 pub const SETUP_LIMIT: Duration = Duration::from_secs(120);
@@ -124,19 +130,20 @@ pub fn prepare(
     }
     let registration =
         Registration::new(sandbox.marker(), (!keep).then(|| sandbox.root().to_path_buf()));
-    for (k, v) in &profile.file.tool.env {
+    for (k, v) in render_env(&profile.file.tool.env, sandbox.root(), &sandbox.work()) {
         sandbox.set_env(k, v);
     }
     let prepared = Prepared { sandbox, _registration: registration };
     let setup_program = tool.setup_program(prepared.root()).map_err(|source| {
         PrepareError::SetupProgram { path: prepared.root().join("conform-tool"), source }
     })?;
-    install(&prepared, profile, &role_parts(profile, needs.roles), &setup_program)?;
+    let roles = role_parts(profile, needs.roles, &prepared);
+    install(&prepared, profile, &roles, &setup_program)?;
     install(&prepared, profile, &kit_parts(profile, needs), &setup_program)?;
     Ok(prepared)
 }
 
-fn role_parts<'p>(profile: &'p Profile, roles: &[&str]) -> Vec<Part<'p>> {
+fn role_parts<'p>(profile: &'p Profile, roles: &[&str], sandbox: &Sandbox) -> Vec<Part<'p>> {
     roles
         .iter()
         .filter_map(|name| {
@@ -146,7 +153,7 @@ fn role_parts<'p>(profile: &'p Profile, roles: &[&str]) -> Vec<Part<'p>> {
                 fixtures: &role.fixtures,
                 setup: &role.setup,
                 // Setup sees the role's environment too (a pacing knob, a database path).
-                env: role.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+                env: render_env(&role.env, sandbox.root(), &sandbox.work()),
             })
         })
         .collect()
@@ -209,8 +216,10 @@ fn install(
         }
     }
     for part in parts {
-        let mut env: Vec<(OsString, OsString)> =
-            vec![(TOOL_ENV.into(), setup_program.as_os_str().to_owned())];
+        let mut env: Vec<(OsString, OsString)> = vec![
+            (TOOL_ENV.into(), setup_program.as_os_str().to_owned()),
+            (SANDBOX_DIR_ENV.into(), sandbox.root().as_os_str().to_owned()),
+        ];
         env.extend(part.env.iter().map(|(k, v)| (k.into(), v.into())));
         for line in part.setup {
             interrupt::gate().map_err(PrepareError::Interrupted)?;

@@ -739,6 +739,90 @@ fn valid_env_name(name: &str) -> bool {
         && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
+/// The sandbox variables a profile's `env` value may use: `{sandbox}`, the sandbox root, and
+/// `{work}`, its working directory. They are filled in per scenario, so a tool that keeps its
+/// state under a variable of its own (`NOTES_HOME = "{sandbox}/notes"`) gets a fresh directory
+/// in every sandbox without a wrapper script.
+pub const ENV_VARS: [&str; 2] = ["sandbox", "work"];
+
+/// Why a profile `env` value is not a usable template.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EnvTemplateError {
+    /// A `{...}` names something other than [`ENV_VARS`].
+    #[error(
+        "`{{{0}}}` is not a sandbox variable (a profile's env value may use `{{sandbox}}` and `{{work}}`; `{{{{` and `}}}}` are literal braces)"
+    )]
+    UnknownVariable(String),
+    /// A brace that opens or closes nothing.
+    #[error("{0} (`{{{{` and `}}}}` are literal braces)")]
+    Braces(String),
+}
+
+/// An `env` value of the profile with the sandbox's paths filled in (see [`ENV_VARS`]).
+pub fn render_env_value(
+    value: &str,
+    sandbox: &Path,
+    work: &Path,
+) -> Result<String, EnvTemplateError> {
+    let mut unknown = None;
+    let rendered = crate::scenario::walk_template(value, |var| match var {
+        crate::scenario::Var::Builtin(name) if name == "sandbox" => {
+            Some(sandbox.display().to_string())
+        }
+        crate::scenario::Var::Builtin(name) if name == "work" => Some(work.display().to_string()),
+        other => {
+            unknown = Some(var_name(other));
+            None
+        }
+    });
+    match (rendered, unknown) {
+        (Ok(text), _) => Ok(text),
+        (Err(_), Some(name)) => Err(EnvTemplateError::UnknownVariable(name)),
+        (Err(message), None) => match unknown_name(value) {
+            Some(name) => Err(EnvTemplateError::UnknownVariable(name)),
+            None => Err(EnvTemplateError::Braces(message)),
+        },
+    }
+}
+
+/// A profile `env` table rendered for one sandbox. Values were checked when the profile was
+/// loaded; one that still fails (a profile built in code, unchecked) is passed on as written.
+pub fn render_env(
+    env: &BTreeMap<String, String>,
+    sandbox: &Path,
+    work: &Path,
+) -> Vec<(String, String)> {
+    env.iter()
+        .map(|(k, v)| (k.clone(), render_env_value(v, sandbox, work).unwrap_or_else(|_| v.clone())))
+        .collect()
+}
+
+/// How a template variable is written inside its braces.
+fn var_name(var: &crate::scenario::Var) -> String {
+    match var {
+        crate::scenario::Var::Calibration(name) | crate::scenario::Var::Builtin(name) => {
+            name.clone()
+        }
+        crate::scenario::Var::StepValue { step, pointer } => format!("@{step}{pointer}"),
+    }
+}
+
+/// The name inside the first `{...}` that is not a literal brace, when the scenario grammar
+/// refused it as a name (`{home}`), as opposed to an unbalanced brace.
+fn unknown_name(value: &str) -> Option<String> {
+    let mut rest = value;
+    while let Some(pos) = rest.find('{') {
+        let after = &rest[pos + 1..];
+        if let Some(next) = after.strip_prefix('{') {
+            rest = next;
+            continue;
+        }
+        let end = after.find('}')?;
+        return Some(after[..end].to_owned());
+    }
+    None
+}
+
 fn check_env(env: &BTreeMap<String, String>, table: &str) -> Result<(), (Option<String>, String)> {
     for (k, v) in env {
         if !valid_env_name(k) {
@@ -749,6 +833,9 @@ fn check_env(env: &BTreeMap<String, String>, table: &str) -> Result<(), (Option<
                 Some(k.clone()),
                 format!("the value of `{k}` in `{table}` holds a NUL byte"),
             ));
+        }
+        if let Err(e) = render_env_value(v, Path::new("/sandbox"), Path::new("/sandbox/work")) {
+            return Err((Some(k.clone()), format!("the value of `{k}` in `{table}`: {e}")));
         }
     }
     Ok(())

@@ -7,6 +7,14 @@
 //!
 //! 1. **Sandbox paths** ([`redact_sandbox`]): every occurrence of the scenario's sandbox
 //!    directory (as given and as canonicalized) inside any string becomes `[SANDBOX]`.
+//!    **Host paths** ([`redact_host_paths`]), when the redactor was told them
+//!    ([`Redactor::with_tool`], [`Redactor::with_host`]): the tool's path as invoked and as
+//!    resolved (`[TOOL]`), its directory (`[TOOL_DIR]`), conform's working directory (`[CWD]`)
+//!    and conform's `HOME` (`[HOME]`), each as given, canonicalized and single-quoted for a
+//!    shell (`'/opt/my tool/t'` is `[TOOL]` as a whole), the longest first. A path is replaced
+//!    only as a whole path: not inside a longer file name (`/home/u` is not `[HOME]` in
+//!    `/home/user`), nor as the tail of another path; `/` itself never is. Snapshots use them,
+//!    so that what a tool says about where it runs compares equal on every machine.
 //! 2. **Durations** ([`redact_durations`]): the value of every `duration_ms` key (above all
 //!    `meta.duration_ms`) becomes `"[DURATION_MS]"`.
 //! 3. **Timestamps** ([`redact_timestamps`]): a string that is an RFC 3339 date-time
@@ -62,6 +70,14 @@ use serde_json::Value;
 
 /// Placeholder for the sandbox directory.
 pub const SANDBOX: &str = "[SANDBOX]";
+/// Placeholder for the tool's path (as invoked or resolved).
+pub const TOOL: &str = "[TOOL]";
+/// Placeholder for the directory holding the tool.
+pub const TOOL_DIR: &str = "[TOOL_DIR]";
+/// Placeholder for conform's working directory.
+pub const CWD: &str = "[CWD]";
+/// Placeholder for conform's `HOME` (the sandbox's own HOME is under `[SANDBOX]`).
+pub const HOME: &str = "[HOME]";
 /// Placeholder for a duration.
 pub const DURATION: &str = "[DURATION_MS]";
 /// Placeholder for a timestamp.
@@ -81,6 +97,8 @@ pub const MIN_LITERAL_LEN: usize = 6;
 #[derive(Debug, Clone, Default)]
 pub struct Redactor {
     sandbox_roots: Vec<String>,
+    /// Host paths and their placeholders, longest path first.
+    host_paths: Vec<(String, &'static str)>,
     job_ids: Vec<String>,
 }
 
@@ -110,6 +128,57 @@ impl Redactor {
         self
     }
 
+    /// Adds the tool's paths: `invoked` as given on the command line and `resolved`, the
+    /// program conform runs, as `[TOOL]`; the directory of each as `[TOOL_DIR]`.
+    #[must_use]
+    pub fn with_tool(mut self, invoked: impl AsRef<Path>, resolved: impl AsRef<Path>) -> Self {
+        for path in [invoked.as_ref(), resolved.as_ref()] {
+            self.add_host_path(path, TOOL);
+            if let Some(dir) = path.parent() {
+                self.add_host_path(dir, TOOL_DIR);
+            }
+            if let Some(dir) = path.canonicalize().ok().as_deref().and_then(Path::parent) {
+                self.add_host_path(dir, TOOL_DIR);
+            }
+        }
+        self
+    }
+
+    /// Adds conform's working directory (`[CWD]`) and `HOME` (`[HOME]`), as this process has
+    /// them.
+    #[must_use]
+    pub fn with_host(mut self) -> Self {
+        if let Ok(cwd) = std::env::current_dir() {
+            self.add_host_path(&cwd, CWD);
+        }
+        if let Some(home) = std::env::var_os("HOME") {
+            self.add_host_path(Path::new(&home), HOME);
+        }
+        self
+    }
+
+    /// Adds one host path in its forms (as given, canonical, single-quoted), keeping the
+    /// longest first. A path already known keeps its first placeholder; a relative path
+    /// counts only when it has a directory part (a bare name would match words of prose).
+    fn add_host_path(&mut self, path: &Path, placeholder: &'static str) {
+        let given = path.to_string_lossy().trim_end_matches('/').to_owned();
+        if given.is_empty() || (!given.starts_with('/') && !given.contains('/')) {
+            return;
+        }
+        let mut forms = vec![given];
+        if let Ok(canonical) = path.canonicalize() {
+            forms.push(canonical.to_string_lossy().trim_end_matches('/').to_owned());
+        }
+        let quoted: Vec<String> =
+            forms.iter().map(|f| format!("'{}'", f.replace('\'', "'\\''"))).collect();
+        for form in forms.into_iter().chain(quoted) {
+            if !form.is_empty() && !self.host_paths.iter().any(|(known, _)| *known == form) {
+                self.host_paths.push((form, placeholder));
+            }
+        }
+        self.host_paths.sort_by_key(|(form, _)| std::cmp::Reverse(form.len()));
+    }
+
     /// Adds a job id to redact wherever it appears, numbered before the ids found in the
     /// response (the first id added is `[JOB_ID]`, the second `[JOB_ID_2]`, ...).
     #[must_use]
@@ -125,6 +194,7 @@ impl Redactor {
     pub fn redact(&self, value: &Value) -> Value {
         let mut v = value.clone();
         redact_sandbox(&mut v, &self.sandbox_roots);
+        redact_host_paths(&mut v, &self.host_paths);
         redact_durations(&mut v);
         redact_timestamps(&mut v);
         redact_job_ids_with(&mut v, &self.job_ids);
@@ -148,6 +218,7 @@ impl Redactor {
     pub fn redact_text(&self, text: &str) -> String {
         let mut s = text.to_owned();
         replace_roots(&mut s, &self.sandbox_roots);
+        replace_host_paths(&mut s, &self.host_paths);
         s
     }
 }
@@ -163,6 +234,59 @@ fn replace_roots(s: &mut String, roots: &[String]) {
             *s = s.replace(root.as_str(), SANDBOX);
         }
     }
+}
+
+/// Rule 1, host paths: each path (longest first) becomes its placeholder wherever it stands
+/// as a whole path inside a string.
+pub fn redact_host_paths(value: &mut Value, paths: &[(String, &'static str)]) {
+    if paths.is_empty() {
+        return;
+    }
+    for_each_string(value, &mut |s| replace_host_paths(s, paths));
+}
+
+fn replace_host_paths(s: &mut String, paths: &[(String, &'static str)]) {
+    for (path, placeholder) in paths {
+        if path != "/" && s.contains(path.as_str()) {
+            *s = replace_whole_path(s, path, placeholder);
+        }
+    }
+}
+
+/// Characters that continue a file name: a path followed or preceded by one is part of a
+/// longer name, not itself.
+fn continues_name(c: char) -> bool {
+    c.is_alphanumeric() || matches!(c, '.' | '_' | '-')
+}
+
+/// `text` with every whole-path occurrence of `path` replaced: not preceded by a name
+/// character or `/` (the tail of another path), not followed by a name character (a longer
+/// name); a following `/` is fine (a file under it). A quoted form ends in its quote and is
+/// bounded by it.
+fn replace_whole_path(text: &str, path: &str, placeholder: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut from = 0;
+    while let Some(pos) = text[from..].find(path) {
+        let start = from + pos;
+        let end = start + path.len();
+        let before = text[..start].chars().next_back();
+        let after = text[end..].chars().next();
+        let quoted = path.starts_with('\'');
+        let whole = quoted
+            || (before.is_none_or(|c| !continues_name(c) && c != '/')
+                && after.is_none_or(|c| !continues_name(c)));
+        if whole {
+            out.push_str(&text[from..start]);
+            out.push_str(placeholder);
+            from = end;
+        } else {
+            let step = path.chars().next().map_or(1, char::len_utf8);
+            out.push_str(&text[from..start + step]);
+            from = start + step;
+        }
+    }
+    out.push_str(&text[from..]);
+    out
 }
 
 /// Rule 2: every `duration_ms` value becomes `"[DURATION_MS]"`.
@@ -714,6 +838,33 @@ mod tests {
         assert_eq!(plain["data"]["progress"]["done"], 40);
         let snap = Redactor::new().redact_for_snapshot(&v);
         assert_eq!(snap["meta"]["budget_ms"], "[BUDGET_MS]");
+    }
+
+    #[test]
+    fn host_paths_are_replaced_as_whole_paths_only() {
+        let mut r = Redactor::new().with_tool("bin/t", "/opt/my tool/bin/t");
+        r.add_host_path(Path::new("/home/u"), HOME);
+        r.add_host_path(Path::new("/"), CWD);
+        let mut v = json!({
+            "continue_command": "'/opt/my tool/bin/t' job wait j-1",
+            "plain": "/opt/my tool/bin/t --help; see /opt/my tool/bin/t.conf",
+            "dir": "/opt/my tool/bin/data.csv",
+            "relative": "ran bin/t and /x/bin/t",
+            "home": "/home/u/.cache and /home/user and /home/u",
+            "root": "/etc/passwd",
+        });
+        redact_host_paths(&mut v, &r.host_paths);
+        assert_eq!(
+            v,
+            json!({
+                "continue_command": "[TOOL] job wait j-1",
+                "plain": "[TOOL] --help; see [TOOL_DIR]/t.conf",
+                "dir": "[TOOL_DIR]/data.csv",
+                "relative": "ran [TOOL] and /x/bin/t",
+                "home": "[HOME]/.cache and /home/user and [HOME]",
+                "root": "/etc/passwd",
+            })
+        );
     }
 
     #[test]

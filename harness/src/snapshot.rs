@@ -21,6 +21,14 @@
 //! the group is one chain, and only its final response is kept, as `<step>.json`. Other groups
 //! (concurrent runs, which all start at once) keep one file per run, `<step>_<n>.json`.
 //!
+//! **Portable.** Snapshots are meant to be committed and compared in CI on other machines, so
+//! `conform run` also tells the redactor where things are on this one ([`Redactor::with_tool`],
+//! [`Redactor::with_host`]): the tool's path as invoked and as resolved becomes `[TOOL]`, its
+//! directory `[TOOL_DIR]`, conform's working directory `[CWD]`, conform's `HOME` `[HOME]`, and
+//! the sandbox `[SANDBOX]` as everywhere (also single-quoted, as a shell-ready
+//! `continue_command` writes a path with a space). A snapshot recorded with the tool at one
+//! path compares equal with the tool at another, run from another directory.
+//!
 //! Skipped scenarios and harness errors are left alone. Files of steps that no longer exist
 //! are not removed.
 

@@ -1,7 +1,7 @@
 //! `--format json`: conform answers like the tools it checks, with one response envelope on
 //! stdout.
 //!
-//! * `data` is the report (schema `schemas/conform-report.json`): `tool`, `spec_version`,
+//! * `data` is the report (schema `schemas/conform-report-data.json`): `tool`, `spec_version`,
 //!   `conform_version`, `jobs`, `conformant`, `counts`, `levels`, `requirements`, `claims`
 //!   (the spec's Level 1-3 and §79, see [`crate::levels`]), `kit_checks` (the spec kit's
 //!   fourteen checks, each `pass`, `fail` or `skip`, with the scenarios that make it), `coverage`,
@@ -10,6 +10,12 @@
 //!   `findings`, `notes`, `evidence` (one record per process run, with its repro) and
 //!   `duration_ms`. `data` is present on failure too: conform declares the report as its
 //!   failure payload.
+//! * Sized for CI: nothing large is said twice. A record whose stdout was one JSON document
+//!   has it as `envelope` and no `stdout.text` (only its formatting is lost); the tool's
+//!   manifest, which a dozen scenarios print, is `data.manifest` once, and each record that
+//!   printed it carries `"stdout_ref": "manifest"` with the document left out of its `envelope`
+//!   (the envelope's `data`, or the whole envelope for a bare manifest). A reader puts it back
+//!   with [`restore_manifest`]. The envelope is printed on one line.
 //! * `ok` is true exactly when `meta.exit_code` is 0 (see `exit`).
 //! * `error` is null on success, otherwise `{code, message, context}` with code
 //!   `NOT_CONFORMANT`, `BASELINE_MISMATCH` or `HARNESS_ERROR`.
@@ -22,8 +28,8 @@ use serde_json::{Value, json};
 use super::{Collector, RunReport, Sink};
 use crate::event::{Event, ReportError, Reporter};
 use crate::exit;
-use crate::outcome::SkipReason;
-use crate::outcome::Status;
+use crate::outcome::{ScenarioResult, SkipReason, Status, StepRecord};
+use crate::schemas::unwrap_manifest;
 
 /// Writes the envelope when the run finishes.
 pub struct JsonReporter {
@@ -42,7 +48,8 @@ impl Reporter for JsonReporter {
     fn handle(&mut self, event: &Event) -> Result<(), ReportError> {
         match self.collector.record(event) {
             Some(report) => {
-                let text = format!("{:#}\n", envelope(&report));
+                // One line: a CI artifact is read by programs (`jq` indents it for people).
+                let text = format!("{}\n", envelope(&report));
                 self.sink.write_all(&text)
             }
             None => Ok(()),
@@ -53,6 +60,9 @@ impl Reporter for JsonReporter {
 /// The report, as the envelope's `data`.
 pub fn data(report: &RunReport) -> Value {
     let s = &report.summary;
+    let manifest = shared_manifest(report);
+    let scenarios: Vec<Value> =
+        report.results.iter().map(|r| scenario_value(r, manifest)).collect();
     json!({
         "tool": report.info.tool,
         "spec_version": report.info.spec_version,
@@ -67,8 +77,99 @@ pub fn data(report: &RunReport) -> Value {
         "coverage": s.coverage,
         "baseline": s.baseline,
         "partial": s.interrupted,
-        "scenarios": report.results,
+        "manifest": manifest,
+        "scenarios": scenarios,
     })
+}
+
+/// What `stdout_ref` says of a record whose stdout held `data.manifest`.
+pub const MANIFEST_REF: &str = "manifest";
+
+/// The manifest document printed by the most step records (the first of them on a tie):
+/// the one [`data`] stores once.
+pub fn shared_manifest(report: &RunReport) -> Option<&Value> {
+    let mut candidates: Vec<(&Value, usize)> = Vec::new();
+    for step in report.results.iter().flat_map(|r| &r.steps) {
+        let Some(document) = step.envelope.as_ref().map(unwrap_manifest) else {
+            continue;
+        };
+        if document.get("commands").is_none() {
+            continue;
+        }
+        match candidates.iter_mut().find(|(seen, _)| *seen == document) {
+            Some((_, count)) => *count += 1,
+            None => candidates.push((document, 1)),
+        }
+    }
+    let most = candidates.iter().map(|(_, n)| *n).max()?;
+    candidates.into_iter().find(|(_, n)| *n == most).map(|(document, _)| document)
+}
+
+/// One scenario as the report shows it: its evidence without repeats (see the module docs).
+fn scenario_value(result: &ScenarioResult, manifest: Option<&Value>) -> Value {
+    let mut value = serde_json::to_value(result).unwrap_or(Value::Null);
+    let evidence: Vec<Value> = result.steps.iter().map(|s| evidence_value(s, manifest)).collect();
+    if let Some(object) = value.as_object_mut() {
+        object.insert("evidence".to_owned(), Value::Array(evidence));
+    }
+    value
+}
+
+/// One step record: `stdout.text` left out when `envelope` holds the document, and the
+/// manifest replaced by `stdout_ref`.
+pub fn evidence_value(step: &StepRecord, manifest: Option<&Value>) -> Value {
+    let mut value = serde_json::to_value(step).unwrap_or(Value::Null);
+    let Some(envelope) = &step.envelope else {
+        return value;
+    };
+    let Some(record) = value.as_object_mut() else {
+        return value;
+    };
+    if let Some(stdout) = record.get_mut("stdout").and_then(Value::as_object_mut) {
+        stdout.remove("text");
+    }
+    let document = unwrap_manifest(envelope);
+    if manifest.is_some_and(|m| m == document) {
+        record.insert("stdout_ref".to_owned(), Value::from(MANIFEST_REF));
+        if std::ptr::eq(document, envelope) {
+            record.remove("envelope");
+        } else if let Some(wrapped) = record.get_mut("envelope").and_then(Value::as_object_mut) {
+            wrapped.remove("data");
+        }
+    }
+    value
+}
+
+/// Puts `data.manifest` back into every record of a report's `data` that refers to it, so the
+/// records read as if the manifest were repeated (the inverse of the sharing above).
+pub fn restore_manifest(data: &mut Value) {
+    let Some(manifest) = data.get("manifest").cloned().filter(|m| !m.is_null()) else {
+        return;
+    };
+    let Some(scenarios) = data.get_mut("scenarios").and_then(Value::as_array_mut) else {
+        return;
+    };
+    let records = scenarios
+        .iter_mut()
+        .filter_map(|s| s.get_mut("evidence").and_then(Value::as_array_mut))
+        .flatten();
+    for record in records {
+        let Some(object) = record.as_object_mut() else {
+            continue;
+        };
+        if object.get("stdout_ref").and_then(Value::as_str) != Some(MANIFEST_REF) {
+            continue;
+        }
+        object.remove("stdout_ref");
+        match object.get_mut("envelope").and_then(Value::as_object_mut) {
+            Some(wrapped) => {
+                wrapped.insert("data".to_owned(), manifest.clone());
+            }
+            None => {
+                object.insert("envelope".to_owned(), manifest.clone());
+            }
+        }
+    }
 }
 
 /// The whole envelope of a finished run.

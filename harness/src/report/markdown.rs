@@ -1,13 +1,15 @@
 //! `--summary-md FILE`: a Markdown summary for CI step summaries (e.g. append it to
-//! `$GITHUB_STEP_SUMMARY`): the verdict, a table of requirements, a table of failures, and
-//! what was skipped and why.
+//! `$GITHUB_STEP_SUMMARY`): the verdict, a table of requirements, a compact table of the
+//! spec's claims (verdict, counts, the first three reasons and how many more), a table of
+//! failures with one row per finding (its first line and the command that reproduces its
+//! step), and what was skipped and why.
 
 use std::fmt::Write as _;
 
 use super::{Collector, RunReport, Sink, human_duration};
 use crate::event::{Event, ReportError, Reporter};
 use crate::exit;
-use crate::outcome::{BaselineMark, Status};
+use crate::outcome::{BaselineMark, Repro, ScenarioResult, Status, StepRecord};
 
 /// Writes the Markdown summary when the run finishes.
 pub struct MarkdownReporter {
@@ -34,6 +36,59 @@ impl Reporter for MarkdownReporter {
 /// Makes text safe inside a table cell: no pipes, no line breaks.
 fn cell(text: &str) -> String {
     text.replace('|', "\\|").replace(['\n', '\r'], " ")
+}
+
+/// How many of a claim's reasons the claim table shows; the rest are counted.
+pub const CLAIM_REASONS_SHOWN: usize = 3;
+
+/// The first [`CLAIM_REASONS_SHOWN`] reasons, then how many more there are.
+fn first_reasons(reasons: &[String]) -> String {
+    let shown: Vec<&str> = reasons.iter().take(CLAIM_REASONS_SHOWN).map(String::as_str).collect();
+    let mut text = shown.join("; ");
+    let rest = reasons.len().saturating_sub(CLAIM_REASONS_SHOWN);
+    if rest > 0 {
+        let _ = write!(text, "; and {rest} more");
+    }
+    text
+}
+
+/// The rows of a failed scenario: each finding's first line with the step it names (the last
+/// step when it names none), or the one line of a harness error or a stale baseline entry.
+fn failure_lines(r: &ScenarioResult) -> Vec<(String, Option<&StepRecord>)> {
+    let last = r.steps.last();
+    match (&r.status, &r.baseline) {
+        (_, Some(BaselineMark::Stale { reason })) => {
+            vec![(format!("stale baseline entry (passes now): {reason}"), None)]
+        }
+        (Status::Error { message }, _) => vec![(format!("harness error: {message}"), last)],
+        _ => r
+            .findings
+            .iter()
+            .map(|f| {
+                let line = f.message.lines().next().unwrap_or_default();
+                let step = match &f.step {
+                    Some(name) => r.steps.iter().find(|s| &s.name == name).or(last),
+                    None => last,
+                };
+                (format!("[{}] {line}", f.check), step)
+            })
+            .collect(),
+    }
+}
+
+/// The command that runs a step again: the variables that differ from the sandbox's, the argv
+/// shell-quoted, stdin as it was. The working directory is left out: the sandbox is gone.
+pub fn repro_command(repro: &Repro) -> String {
+    Repro { cwd: None, ..repro.clone() }.to_string()
+}
+
+/// Text as an inline code span inside a table cell: pipes escaped, a line break a space, and a
+/// fence longer than any run of backticks in it.
+fn code(text: &str) -> String {
+    let text = cell(text);
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest + 1);
+    if longest == 0 { format!("{fence}{text}{fence}") } else { format!("{fence} {text} {fence}") }
 }
 
 /// The Markdown summary of a finished run.
@@ -91,16 +146,18 @@ pub fn render(report: &RunReport) -> String {
         let _ = writeln!(out, "Levels: {}\n", levels.join(" · "));
     }
     if !s.claims.is_empty() {
-        let _ = writeln!(out, "| Claim | Verdict | Requirements | Why not a pass |");
-        let _ = writeln!(out, "|---|---|---|---|");
+        let _ = writeln!(out, "| Claim | Verdict | Pass | Fail | Not judged | Why not a pass |");
+        let _ = writeln!(out, "|---|---|---:|---:|---:|---|");
         for c in &s.claims {
             let _ = writeln!(
                 out,
-                "| {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {} |",
                 cell(&c.name),
                 c.verdict.as_str(),
-                cell(&c.requirements.join(", ")),
-                cell(&c.reasons.join("; "))
+                c.counts.pass,
+                c.counts.fail,
+                c.not_judged,
+                cell(&first_reasons(&c.reasons))
             );
         }
         let _ = writeln!(out);
@@ -118,28 +175,21 @@ pub fn render(report: &RunReport) -> String {
         .collect();
     if !problems.is_empty() {
         let _ = writeln!(out, "### Failures\n");
-        let _ = writeln!(out, "| Scenario | Requirement | Level | Status | First finding |");
+        let _ = writeln!(out, "| Scenario | Level | Status | Finding | Reproduce |");
         let _ = writeln!(out, "|---|---|---|---|---|");
         for r in problems {
-            let first = match (&r.status, &r.baseline) {
-                (_, Some(BaselineMark::Stale { reason })) => {
-                    format!("stale baseline entry (passes now): {reason}")
-                }
-                (Status::Error { message }, _) => format!("harness error: {message}"),
-                _ => r
-                    .findings
-                    .first()
-                    .map_or_else(String::new, |f| format!("[{}] {}", f.check, f.message)),
-            };
-            let _ = writeln!(
-                out,
-                "| `{}` | {} | {} | {} | {} |",
-                cell(&r.id),
-                cell(&r.requirement),
-                r.level,
-                r.display_status(),
-                cell(&first)
-            );
+            for (message, step) in failure_lines(r) {
+                let repro = step.map_or_else(String::new, |s| code(&repro_command(&s.repro)));
+                let _ = writeln!(
+                    out,
+                    "| `{}` | {} | {} | {} | {} |",
+                    cell(&r.id),
+                    r.level,
+                    r.display_status(),
+                    cell(&message),
+                    repro
+                );
+            }
         }
         let _ = writeln!(out);
     }

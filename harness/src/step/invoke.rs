@@ -198,7 +198,7 @@ impl ScenarioState<'_> {
         argv.extend(words.iter().cloned());
         let mut env = self.base_env.clone();
         if let Some(role) = role {
-            for (k, v) in &role.env {
+            for (k, v) in crate::profile::render_env(&role.env, &self.sandbox_root, &self.work) {
                 env.insert(k.into(), v.into());
             }
         }

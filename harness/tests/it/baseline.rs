@@ -283,7 +283,7 @@ mod end_to_end {
         use crate::report::{errors, validator};
         assert_eq!(errors(&validator("response-envelope.json"), &envelope), Vec::<String>::new());
         assert_eq!(
-            errors(&validator("conform-report.json"), &envelope["data"]),
+            errors(&validator("conform-report-data.json"), &envelope["data"]),
             Vec::<String>::new()
         );
     }

@@ -44,7 +44,7 @@ fn without_a_profile_the_quick_checks_run_and_pass() {
     let (code, report) = run_json(&["-j", "3"], None);
     assert_eq!(code, 0, "{report:#}");
     assert!(errors(&validator("response-envelope.json"), &report).is_empty());
-    assert!(errors(&validator("conform-report.json"), &report["data"]).is_empty());
+    assert!(errors(&validator("conform-report-data.json"), &report["data"]).is_empty());
     for id in [
         "manifest-valid",
         "interruption-has-detach-or-resume",

@@ -585,3 +585,79 @@ fn a_broken_k3_kit_profile_is_refused(#[case] from: &str, #[case] to: &str, #[ca
     let err = Profile::load(&path).unwrap_err();
     assert!(err.to_string().contains(says), "{err}");
 }
+
+/// `{sandbox}` and `{work}` in `env` values are the sandbox's own paths: a tool that keeps its
+/// state under a variable of its own needs no wrapper. The fixture tool changes to `/` first,
+/// as a daemon would, so only an absolute, per-sandbox `X_HOME` keeps two scenarios apart.
+#[test]
+fn env_values_name_the_sandbox_so_scenarios_keep_their_state_apart() {
+    use conform::exec::{self, Program, Termination};
+    use conform::prepare::{Needs, SANDBOX_DIR_ENV, prepare};
+    use conform::tool::Tool;
+
+    let dir = tempfile::tempdir().unwrap();
+    let tool = dir.path().join("xtool");
+    crate::support::write_executable(
+        &tool,
+        "#!/bin/sh\ncd / || exit 1\nmkdir -p \"$X_HOME\" && echo \"$1 in $X_WORK\" >> \"$X_HOME/log\" && cat \"$X_HOME/log\"\n",
+    );
+    let profile_path = dir.path().join("conform.toml");
+    std::fs::write(
+        &profile_path,
+        format!(
+            "[tool]\nenv = {{ X_HOME = \"{{sandbox}}/state\" }}\n\n\
+             [roles.detach]\nargv = [\"run\"]\nenv = {{ X_WORK = \"{{work}}\", BRACES = \"{{{{sandbox}}}}\" }}\n\
+             setup = ['\"$CONFORM_TOOL\" setup', 'test \"$X_HOME\" = \"${SANDBOX_DIR_ENV}/state\"', 'test \"$BRACES\" = \"{{sandbox}}\"']\n"
+        ),
+    )
+    .unwrap();
+    let profile = Profile::load(&profile_path).unwrap();
+    let subject = Tool { path: tool, leading_args: Vec::new() };
+    let roles = ["detach"];
+    let needs = Needs { roles: &roles, ..Needs::default() };
+    let run_in = |sandbox: &conform::sandbox::Sandbox| {
+        let mut inv = sandbox
+            .invocation(Program::Argv(vec![subject.path.clone().into_os_string(), "run".into()]));
+        let role_env = conform::profile::render_env(
+            &profile.role("detach").unwrap().env,
+            sandbox.root(),
+            &sandbox.work(),
+        );
+        inv.env.extend(role_env.into_iter().map(|(k, v)| (k.into(), v.into())));
+        let out = exec::run(&inv).unwrap();
+        assert_eq!(out.termination, Termination::Exited(0));
+        String::from_utf8(out.stdout.bytes).unwrap()
+    };
+    let first = prepare(&subject, &profile, &needs, false).unwrap();
+    let second = prepare(&subject, &profile, &needs, false).unwrap();
+    for sandbox in [&first, &second] {
+        let work = sandbox.work().display().to_string();
+        // The setup line ran with the role's env, and the tool's run sees only its own sandbox's
+        // state: one setup line and one run each, both in this sandbox.
+        assert_eq!(run_in(sandbox), format!("setup in {work}\nrun in {work}\n"));
+        assert!(sandbox.root().join("state/log").is_file(), "state is under the sandbox root");
+    }
+}
+
+#[rstest]
+#[case::unknown("X = \"{home}/x\"", "`{home}` is not a sandbox variable")]
+#[case::calibration("X = \"{budget}\"", "`{budget}` is not a sandbox variable")]
+#[case::tool("X = \"{tool}\"", "`{tool}` is not a sandbox variable")]
+#[case::unclosed("X = \"{sandbox\"", "unclosed")]
+fn an_unknown_env_template_is_a_profile_error(#[case] env: &str, #[case] message: &str) {
+    let (dir, path) = in_dir(&format!("[tool]\nenv = {{ {env} }}\n"));
+    let error = Profile::load(&path).unwrap_err();
+    assert!(error.to_string().contains(message), "{error}");
+    assert!(error.to_string().contains("`X` in `tool.env`"), "{error}");
+    let out = conform()
+        .current_dir(dir.path())
+        .args(["run", "/bin/true", "--profile"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 2, "{}", String::from_utf8_lossy(&out.stderr));
+    let role = format!("[roles.detach]\nargv = [\"run\"]\nenv = {{ {env} }}\n");
+    let (_dir, path) = in_dir(&role);
+    let error = Profile::load(&path).unwrap_err();
+    assert!(error.to_string().contains("`roles.detach.env`"), "{error}");
+}

@@ -290,8 +290,43 @@ fn markdown_lists_expected_failures_with_their_reasons() {
 fn markdown_cells_escape_pipes() {
     let mut results = sample_results();
     results[1].findings[0].message = "a | b\nc".to_owned();
+    results[1].steps[0].repro.command = ReproCommand::Shell("t | grep `x`".to_owned());
     let text = markdown::render(&sample_report(results));
-    assert!(text.contains("a \\| b c"), "{text}");
+    // One line per finding: the message's first line, its pipe escaped.
+    assert!(text.contains("[exit-code] a \\| b | "), "{text}");
+    assert!(!text.contains("a \\| b c"), "{text}");
+    // The repro is a code span whose fence outlasts the backticks in it.
+    assert!(
+        text.contains("| `` AGENT_CALL_BUDGET_MS=60000 sh -c 't \\| grep `x`' < /dev/null `` |"),
+        "{text}"
+    );
+}
+
+/// A claim's row shows its first three reasons and counts the rest; the failures table gives
+/// each finding with the repro of the step it names, env that differs included, no `cd`.
+#[test]
+fn markdown_claims_stay_short_and_failures_carry_their_repro() {
+    let mut report = sample_report(sample_results());
+    let claim = &mut report.summary.claims[2];
+    claim.reasons = (1..=5).map(|n| format!("reason {n}")).collect();
+    let text = markdown::render(&report);
+    assert!(
+        text.contains(
+            "| Level 3 (Full spec) | fail | 1 | 1 | 1 | reason 1; reason 2; reason 3; and 2 more |"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("reason 4"), "{text}");
+    let rows: Vec<&str> =
+        text.lines().filter(|l| l.starts_with("| `budget-flag-beats-env`")).collect();
+    assert_eq!(rows.len(), 2, "one row per finding: {text}");
+    for row in rows {
+        assert!(
+            row.ends_with("| `AGENT_CALL_BUDGET_MS=60000 ./mytool analyze 'big file.csv' --budget 2s < /dev/null` |"),
+            "{row}"
+        );
+        assert!(!row.contains("cd /tmp"), "{row}");
+    }
 }
 
 #[test]
@@ -345,7 +380,7 @@ fn junit_parses_back_with_the_right_counts() {
 #[test]
 fn json_envelope_validates_against_both_schemas() {
     let envelope_schema = validator("response-envelope.json");
-    let report_schema = validator("conform-report.json");
+    let report_schema = validator("conform-report-data.json");
 
     let failing = json::envelope(&sample_report(sample_results()));
     assert_eq!(errors(&envelope_schema, &failing), Vec::<String>::new());
@@ -608,9 +643,13 @@ fn conform_run_reports_a_faulty_tool_in_every_format() {
     let stdout = String::from_utf8(out.stdout).unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(i32::from(exit::NOT_CONFORMANT)), "{stdout}\n{stderr}");
+    assert_eq!(stdout.lines().count(), 1, "one envelope on one line: {stdout}");
     let envelope: Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(errors(&validator("response-envelope.json"), &envelope), Vec::<String>::new());
-    assert_eq!(errors(&validator("conform-report.json"), &envelope["data"]), Vec::<String>::new());
+    assert_eq!(
+        errors(&validator("conform-report-data.json"), &envelope["data"]),
+        Vec::<String>::new()
+    );
     assert_eq!(envelope["error"]["code"], "NOT_CONFORMANT");
     assert_eq!(envelope["meta"]["exit_code"], exit::NOT_CONFORMANT);
     let scenarios = envelope["data"]["scenarios"].as_array().unwrap();
@@ -664,6 +703,84 @@ fn conform_run_reports_a_faulty_tool_in_every_format() {
         assert_eq!(property("claim.level-1").as_deref(), Some("fail"));
         assert_eq!(property("claim.interruption").as_deref(), Some("incomplete"));
     }
-    assert!(md.contains("| Level 1 (Agent-safe basics) | fail | REQ-F-004 | `unknown-flag-is-arg-error` failed; "), "{md}");
+    assert!(md.contains("| Level 1 (Agent-safe basics) | fail | "), "{md}");
+    assert!(md.contains(" | `unknown-flag-is-arg-error` failed; "), "{md}");
+    // Each finding's row reproduces its step with the tool's own path.
+    assert!(md.contains(&format!("| `{}", tool.display())), "{md}");
     assert!(md.contains("| §79 (Work Outlives the Caller's Budget) | incomplete |"), "{md}");
+}
+
+/// A manifest as a tool prints it: wrapped in an envelope whose `meta` varies per call.
+fn manifest_envelope(duration_ms: u64) -> Value {
+    json!({"ok": true, "data": {"schema_version": "3.20", "tool": "mytool-unique-marker",
+            "commands": {"analyze": {"description": "d", "danger_level": "safe"}}},
+           "error": null, "warnings": [], "meta": {"exit_code": 0, "duration_ms": duration_ms}})
+}
+
+/// The manifest is stored once, every record that printed it refers to it, records whose stdout
+/// was one JSON document keep it once (as `envelope`), and a reader gets every record back.
+#[test]
+fn the_json_report_says_the_manifest_once_and_a_reader_can_put_it_back() {
+    let mut results = sample_results();
+    let bare = manifest_envelope(0)["data"].clone();
+    results[0].steps = vec![
+        step("manifest", &["./mytool", "manifest"], 0, Some(manifest_envelope(12))),
+        step("again", &["./mytool", "manifest"], 0, Some(manifest_envelope(40))),
+        step("bare", &["./mytool", "manifest", "--bare"], 0, Some(bare.clone())),
+    ];
+    results[4].steps =
+        vec![step("manifest", &["./mytool", "manifest"], 0, Some(manifest_envelope(7)))];
+    let report = sample_report(results.clone());
+    let envelope = json::envelope(&report);
+    let data = &envelope["data"];
+    assert_eq!(errors(&validator("response-envelope.json"), &envelope), Vec::<String>::new());
+    assert_eq!(errors(&validator("conform-report-data.json"), data), Vec::<String>::new());
+    assert_eq!(data["manifest"], bare);
+    assert_eq!(envelope.to_string().matches("mytool-unique-marker").count(), 1, "{envelope:#}");
+
+    let evidence = &data["scenarios"][0]["evidence"];
+    for record in evidence.as_array().unwrap() {
+        assert_eq!(record["stdout_ref"], json::MANIFEST_REF, "{record:#}");
+        assert!(record["stdout"].get("text").is_none(), "{record:#}");
+        assert!(record["stdout"]["total_bytes"].is_u64());
+    }
+    assert_eq!(evidence[0]["envelope"]["meta"]["duration_ms"], 12, "what varies stays");
+    assert!(evidence[0]["envelope"].get("data").is_none());
+    assert!(evidence[2].get("envelope").is_none(), "a bare manifest is all in data.manifest");
+    // A record without JSON on stdout keeps its text; one with JSON keeps it as `envelope`.
+    let progress = &data["scenarios"][5]["evidence"][0];
+    assert!(progress["stdout"].get("text").is_some() && progress.get("envelope").is_none());
+    let budget = &data["scenarios"][1]["evidence"][0];
+    assert!(budget["stdout"].get("text").is_none() && budget["envelope"]["ok"] == true);
+
+    // The schema refuses a record that says its document twice or not at all.
+    let mut twice = data.clone();
+    twice["scenarios"][1]["evidence"][0]["stdout"]["text"] = json!("{}");
+    assert!(!errors(&validator("conform-report-data.json"), &twice).is_empty());
+    let mut neither = data.clone();
+    neither["scenarios"][5]["evidence"][0]["stdout"].as_object_mut().unwrap().remove("text");
+    assert!(!errors(&validator("conform-report-data.json"), &neither).is_empty());
+
+    // Put back, every record holds what the step saw.
+    let mut restored = data.clone();
+    json::restore_manifest(&mut restored);
+    let report = sample_report(results);
+    for (scenario, result) in restored["scenarios"].as_array().unwrap().iter().zip(&report.results)
+    {
+        for (record, step) in scenario["evidence"].as_array().unwrap().iter().zip(&result.steps) {
+            assert!(record.get("stdout_ref").is_none());
+            assert_eq!(record.get("envelope"), step.envelope.as_ref(), "{}", step.name);
+        }
+    }
+}
+
+/// Without a manifest on any stdout, `data.manifest` is null and nothing refers to it.
+#[test]
+fn a_report_without_a_manifest_has_a_null_one() {
+    let mut results = sample_results();
+    results[0].steps.clear();
+    let data = json::data(&sample_report(results));
+    assert_eq!(data["manifest"], Value::Null);
+    assert!(!data.to_string().contains("stdout_ref"));
+    assert_eq!(errors(&validator("conform-report-data.json"), &data), Vec::<String>::new());
 }
