@@ -44,7 +44,10 @@ const AFTER_HELP: &str = "The manual (the profile and scenario formats, the chec
     redaction rules, how a run goes): `conform manual` lists its topics, `conform manual \
     profile` prints one. The same text is conform's crate docs.";
 
-/// The `-j` of a run given none: eight scenarios per core, at least 32 and at most 64.
+/// The `-j` of a run given none, chosen once the manifest command's start-up (`startup`) is
+/// measured: for a tool that starts fast, eight scenarios per core, at least 32 and at most
+/// 64; for one that takes [`SLOW_STARTUP`] or more to answer (an interpreter, a framework that
+/// loads much), two per core, at least 4 and at most 16.
 ///
 /// A scenario mostly waits: on the tool's pacing, on budgets running out, on jobs ending, so
 /// a run's wall time falls with `-j` until it nears its longest scenario. Measured by
@@ -54,11 +57,22 @@ const AFTER_HELP: &str = "The manual (the profile and scenario formats, the chec
 /// Past 32 the run gains nothing more on two cores, since the scenarios then stretch each
 /// other; hence the floor, which keeps the gain on a small machine. The cap keeps a large one
 /// from starting a hundred tool processes at once for no further gain.
-pub fn default_jobs() -> u16 {
+///
+/// A slow start-up is mostly the machine's CPU: 32 Python tools starting at once on two cores
+/// each start several times slower than the one start-up conform measured, and every bound
+/// that derives "at once" from `{startup}` would fail a correct tool (measured on the foreign
+/// fixture, 600 ms start-up, at load 17: -j 32 gave three false timing failures, -j 4 none).
+pub fn default_jobs(startup: std::time::Duration) -> usize {
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
-    let jobs = cores.saturating_mul(8).clamp(32, 64);
-    u16::try_from(jobs).unwrap_or(64)
+    if startup >= SLOW_STARTUP {
+        cores.saturating_mul(2).clamp(4, 16)
+    } else {
+        cores.saturating_mul(8).clamp(32, 64)
+    }
 }
+
+/// A start-up from which the default `-j` is the slow tool's ([`default_jobs`]).
+pub const SLOW_STARTUP: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// conform: the conformance suite for CLI tools that AI agents call.
 #[derive(Debug, Parser)]
@@ -126,15 +140,16 @@ pub struct RunArgs {
     /// Skip scenarios with this id, requirement or tag (repeatable).
     #[arg(long, value_name = "ID")]
     pub skip: Vec<String>,
-    /// Scenarios run at once (by default eight per core, at least 32, at most 64).
+    /// Scenarios run at once (by default eight per core, at least 32, at most 64; for a tool
+    /// whose manifest command takes 250 ms or more, two per core, at least 4, at most 16).
     ///
     /// Scenarios mostly wait on the tool (its pacing, budgets, jobs), not on the CPU, so
     /// several at once shorten a run towards its longest scenario; see `conform manual
     /// running`. `-j 1` runs them one by one, in catalogue order. A slow-starting tool under a
     /// short kit `timeout_seconds` on a loaded machine may need a lower `-j`.
-    #[arg(short = 'j', long = "jobs", value_name = "N", default_value_t = default_jobs(),
+    #[arg(short = 'j', long = "jobs", value_name = "N",
           value_parser = clap::value_parser!(u16).range(1..=256))]
-    pub jobs: u16,
+    pub jobs: Option<u16>,
     /// The report on stdout.
     #[arg(long, value_enum, default_value_t = OutputFormat::Human)]
     pub format: OutputFormat,
@@ -366,7 +381,7 @@ fn run_command(args: &RunArgs, started: Instant) -> Result<u8, ArgError> {
     let engine = Engine::for_tool(subject_tool, profile, args.keep_sandboxes);
     let stream = EventStream::start(reporters);
     let events = stream.sender();
-    let jobs = usize::from(args.jobs);
+    let jobs = args.jobs.map_or_else(|| default_jobs(engine.subject.startup), usize::from);
     events.send(Event::RunStarted(RunInfo {
         tool: tool.display().to_string(),
         spec_version: SPEC_VERSION.to_owned(),

@@ -280,27 +280,29 @@ fn help_and_init_point_to_the_manual() {
     assert!(help.contains("conform manual"), "{help}");
     let out = conform().args(["run", "--help"]).output().unwrap();
     let help = String::from_utf8(out.stdout).unwrap();
-    let default = conform::cli::default_jobs();
-    assert!(help.contains(&format!("[default: {default}]")), "{help}");
     assert!(help.contains("eight per core"), "{help}");
     let manifest = serde_json::json!({ "schema_version": "3.20", "commands": {} });
     let text = conform::init::skeleton("mytool", &manifest);
     assert!(text.contains("`conform manual profile`"), "{text}");
 }
 
-/// The `-j` default: never below the floor, four per core above it, capped.
+/// The `-j` default follows the cores, and a tool slow to start runs fewer at once.
 #[test]
-fn the_default_jobs_follow_the_cores() {
+fn the_default_jobs_follow_the_cores_and_the_start_up() {
+    use std::time::Duration;
     let cores = std::thread::available_parallelism().unwrap().get();
-    let jobs = usize::from(conform::cli::default_jobs());
-    assert_eq!(jobs, (8 * cores).clamp(32, 64));
+    let fast = conform::cli::default_jobs(Duration::from_millis(20));
+    assert_eq!(fast, (8 * cores).clamp(32, 64));
+    let slow = conform::cli::default_jobs(conform::cli::SLOW_STARTUP);
+    assert_eq!(slow, (2 * cores).clamp(4, 16));
+    assert!(slow < fast);
     use clap::Parser;
     let conform::cli::Command::Run(run) =
         conform::cli::Cli::try_parse_from(["conform", "run", "t"]).unwrap().command
     else {
         panic!("not a run")
     };
-    assert_eq!(usize::from(run.jobs), jobs);
+    assert_eq!(run.jobs, None, "the default waits for the measured start-up");
 }
 
 /// Every file of `harness/docs/` is a topic of `conform manual` and a part of the crate docs

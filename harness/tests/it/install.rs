@@ -373,7 +373,10 @@ fn the_action_runs_conform_as_conform_parses_it() {
             assert_eq!(run.junit.unwrap(), Path::new(&input("junit")));
             assert_eq!(run.summary_md.unwrap(), Path::new(&input("summary")));
             if input("args").contains("-j 4") {
-                assert_eq!((run.jobs, run.only.as_slice()), (4, &["REQ-F-080".to_owned()][..]));
+                assert_eq!(
+                    (run.jobs, run.only.as_slice()),
+                    (Some(4), &["REQ-F-080".to_owned()][..])
+                );
                 assert_eq!(run.baseline.unwrap(), Path::new("base.toml"));
             }
 
