@@ -53,7 +53,10 @@ pub fn same_response(
     }
 }
 
-/// `matches_calibrated`: after redaction, the response equals the role's `--budget 0` one.
+/// `matches_calibrated`: after redaction, the response equals the role's `--budget 0` one, and
+/// the process exits as that run did: 0, since a role's calibration succeeds (REQ-F-082: the
+/// work's own response *with its own exit code*; a right envelope under a wrong exit is no
+/// match).
 pub(super) fn matches_calibrated(
     expect: &Expect,
     obs: &Observation,
@@ -68,7 +71,17 @@ pub(super) fn matches_calibrated(
             let want = core(&Redactor::new().with_sandbox_root(root).redact(calibrated));
             let got = core(&Redactor::new().with_sandbox_root(&obs.sandbox_root).redact(response));
             if want == got {
-                return Vec::new();
+                return match obs.exit_code() {
+                    Some(0) => Vec::new(),
+                    _ => vec![
+                        Finding::new(
+                            FindingKind::CalibratedEquality,
+                            "the response is the one the work gives with --budget 0, but not its exit",
+                        )
+                        .expected("exit 0, as the --budget 0 run")
+                        .actual(obs.record.ended.to_string()),
+                    ],
+                };
             }
             vec![
                 Finding::new(

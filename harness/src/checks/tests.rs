@@ -696,6 +696,15 @@ fn matches_calibrated_compares_ok_data_error_and_exit_code() {
     let f = only(world.judge(&e, &responding(envelope(json!({ "rows": 2 })))));
     assert_eq!(f.check, "calibrated-equality");
     assert!(f.expected.unwrap().contains("\"rows\": 3"));
+    // The same response under another exit is no match (a tool that relays the work's
+    // envelope but exits 1, say).
+    let same = envelope(json!({ "rows": 3 })).to_string();
+    let f = only(world.judge(&e, &exited(1, &same)));
+    assert_eq!(
+        f.message,
+        "the response is the one the work gives with --budget 0, but not its exit"
+    );
+    assert_eq!(f.actual.as_deref(), Some("exit 1"));
     let f = only(judge(&e, &responding(envelope(json!({})))));
     assert_eq!(f.message, "the scenario has no calibrated role");
 }

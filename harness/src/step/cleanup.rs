@@ -1,6 +1,8 @@
 //! After the steps: every job the scenario saw is cancelled (each `data.cancel_command` of a
 //! response; `TOOL job cancel <id>` for a job id seen without one, when the manifest has
-//! `job.cancel`), and the tool gets [`CLEANUP_GRACE`] to let its workers stop, so that the
+//! `job.cancel`), and the tool gets [`CLEANUP_GRACE`] (or, for a calibrated role, the work's
+//! `{cadence}` plus `{slack}` when longer: a cancel stops the work at its next safe point,
+//! which the spec lets be that far away) to let its workers stop, so that the
 //! sandbox sweep after it reports only processes that outlived their cancel. A cancel that
 //! could not run (a shell's 126/127, a signal, its own time limit) or that left the scenario's
 //! processes running is reported ([`FailedCancel`]): a leak is then explained by its cancel.
@@ -62,7 +64,11 @@ impl ScenarioState<'_> {
                 failed.push(fault);
             }
         }
-        let deadline = Instant::now() + CLEANUP_GRACE;
+        let grace = self
+            .calibration
+            .as_ref()
+            .map_or(CLEANUP_GRACE, |c| CLEANUP_GRACE.max(c.cadence() + crate::calibrate::SLACK));
+        let deadline = Instant::now() + grace;
         let mut left = !sandbox::scan(&self.marker).is_empty();
         while left && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(100));
