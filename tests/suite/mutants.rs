@@ -217,7 +217,9 @@ fn reftool_targets(mutant: Mutant) -> &'static [&'static str] {
         Mutant::NoColorIgnored => &["no-color-is-honoured"],
         Mutant::ReadProbesWaitForStdin => &["read-probes-end-with-stdin-open"],
         Mutant::ReadProbesNeedInput => &["read-probes-end-with-stdin-closed"],
-        Mutant::CancelKeepsCheckpoint => &["cancelled-invocation-starts-fresh"],
+        Mutant::CancelKeepsCheckpoint => {
+            &["cancelled-invocation-starts-fresh", "paused-cancel-discards-the-checkpoint"]
+        }
         Mutant::ChangedInputKeepsCheckpoint => &["changed-input-discards-checkpoint"],
         Mutant::CompletedCheckpointKept => &["completed-work-starts-fresh"],
         Mutant::HelpOnStdout => &["help-keeps-stdout-clean"],

@@ -189,6 +189,7 @@ catalogue! {
     continue_command_is_shell_ready => "continue-command-is-shell-ready",
     continue_loop_ends_in_calibrated_response => "continue-loop-ends-in-calibrated-response",
     detach_hands_off_running => "detach-hands-off-running",
+    paused_cancel_discards_the_checkpoint => "paused-cancel-discards-the-checkpoint",
     paused_continue_is_the_original_invocation => "paused-continue-is-the-original-invocation",
     paused_writer_continues_with_key => "paused-writer-continues-with-key",
     progress_never_decreases => "progress-never-decreases",
