@@ -155,7 +155,9 @@ struct Row {
 /// not compile until it names its target here.
 fn reftool_targets(mutant: Mutant) -> &'static [&'static str] {
     match mutant {
-        Mutant::ExitZeroOnIncomplete => &["budget-flag-exits-14-within-budget"],
+        Mutant::ExitZeroOnIncomplete => {
+            &["budget-flag-exits-14-within-budget", "detached-writer-leaves-the-same-effect"]
+        }
         Mutant::EnvBeatsFlag => &["budget-flag-beats-env", "budget-flag-beats-a-smaller-env"],
         Mutant::DefaultBudget20s => &["default-budget-is-30-seconds"],
         Mutant::EnvBudgetIgnored => &["env-budget-applies"],

@@ -173,6 +173,7 @@ catalogue! {
     cancel_stops_the_job => "cancel-stops-the-job",
     cancelled_invocation_starts_fresh => "cancelled-invocation-starts-fresh",
     dead_worker_is_job_lost => "dead-worker-is-job-lost",
+    detached_writer_leaves_the_same_effect => "detached-writer-leaves-the-same-effect",
     identical_invocations_share_one_job => "identical-invocations-share-one-job",
     job_ids_are_not_guessable => "job-ids-are-not-guessable",
     job_status_never_waits => "job-status-never-waits",
