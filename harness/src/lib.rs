@@ -248,9 +248,13 @@
 //! through a symbolic link in this sandbox directory, whose name may hold spaces, quotes and
 //! `$`: command lines the tool builds from its own path must quote it), `probe` (instead of a
 //! role: once for each kit probe of the profile, `read`, `invalid`, `destructive` as written,
-//! or `destructive-preview` with its dry-run flag, `stream` for every stream probe, signalled
-//! when it declares a signal, `stream-signal` for those that do; no such probes skips the
-//! scenario), `order` (instead of a role or a probe: the argv of `[kit.argument_order]` in a
+//! `any` for all three (reads, then invalids, then destructive ones unconfirmed: the runs the
+//! kit judges most of its checks on), or `destructive-preview` with its dry-run flag, `stream`
+//! for every stream probe, signalled when it declares a signal, `stream-signal` for those that
+//! do, `manifest` for the manifest command and `help` for `--help`, both always there; a step
+//! whose kind the profile has no probes of runs nothing, and a scenario none of whose probe
+//! steps runs anything is skipped; every probe runs under the kit's `timeout_seconds` when the
+//! profile sets one), `kit_hangs` (below), `order` (instead of a role or a probe: the argv of `[kit.argument_order]` in a
 //! placement, below; a profile without it, or without `positional` for the last three, skips
 //! the scenario), `expect`. `continue` and
 //! `cancel` run with the `from` step's environment plus their own `env` / `env_remove`.
@@ -261,6 +265,17 @@
 //! the same stream on its lines alone, as the kit does); a stream still running at its deadline has its
 //! process group killed and is a `stream-deadline` finding. Its response (what `json`,
 //! `schema`, `same_*` look at) is the stream's terminal line.
+//!
+//! `kit_hangs = true` on a probe step charges a run that outlives its limit as the spec kit
+//! does, so that one hang fails one kit check: the kit runs each probe with stdin closed first
+//! and judges nothing else of it when that run hangs (`read-probes-end-with-stdin-closed`
+//! reports it), then with stdin open (`read-probes-end-with-stdin-open`), then with NO_COLOR,
+//! and previews a destructive probe last (a hanging preview is `dry-run-previews`'). When the
+//! step's run is not already that first run (stdin open, extra environment, a preview), conform
+//! runs the probe that way once more (evidence `<step>-plain#N`, `<step>-unconfirmed#N`) to
+//! tell which hang it is. A run charged to another scenario is left out of the step's verdict;
+//! a scenario with nothing else wrong is then skipped, naming the scenario that judges the hang
+//! (so the kit check reads `skip` where the kit would count fewer runs).
 //!
 //! Placements of `order`, with F the global flag, V its value, A the alternate value, P the
 //! command path, L the local arguments and X the positional (`args` follow):
@@ -316,6 +331,8 @@
 //! | `differs_from`       | `[{ step, pointer }]`: the string differs from that step's in ≥ 8 positions (random ids, not counters) | `unlike` |
 //! | `no_ansi`            | these streams (`stdout`, `stderr`) hold no ANSI escape       | `ansi` |
 //! | `no_prose`           | stdout is empty or one JSON document (help and prose go to stderr) | `prose` |
+//! | `envelope`           | stdout is one valid response envelope: `required`; `or-empty` also passes an empty stdout (`--help`); `or-bare-manifest` also passes a bare manifest valid against the manifest schema when the step ran the manifest command (CONTRACT §2; an advisory note says the spec kit would refuse it) | `schema`, `stdout-not-json`, `stdout-not-utf8` |
+//! | `exit_matches_meta`  | when stdout is a valid envelope, its `meta.exit_code` is the process's exit code (no valid envelope is `envelope`'s to report, as in the kit) | `exit-code` |
 //! | `warnings`           | each code is the `code` of a `warnings` entry in at least one response of the step | `warning` |
 //! | `stream`             | stdout is a REQ-O-004 stream ([`stream`]): one JSON object a line, heartbeats ordinary, exactly one terminal line last (a `_summary`, exit 0; or a valid error envelope whose `meta.exit_code` is the exit), numbered `_seq` 1, 2, ... with `_count` / `meta.items_emitted` to match, or no `_seq` at all; one finding per broken rule, with its line | `stream` |
 //! | `same_stdout_as`     | stdout is byte for byte that step's last stdout              | `same-stdout` |

@@ -155,8 +155,8 @@ fn role_parts<'p>(profile: &'p Profile, roles: &[&str]) -> Vec<Part<'p>> {
 /// The kit's fixtures and setup, then each destructive probe's when destructive probes run,
 /// each stream probe's when stream probes run, and `[kit.argument_order]`'s when it is used.
 fn kit_parts<'p>(profile: &'p Profile, needs: &Needs<'_>) -> Vec<Part<'p>> {
-    // The manifest command needs nothing of the kit's.
-    let kit_probes = needs.probes.iter().any(|k| *k != ProbeKind::Manifest);
+    // The manifest command and `--help` need nothing of the kit's.
+    let kit_probes = needs.probes.iter().any(|k| !k.always_there());
     if !kit_probes && !needs.argument_order {
         return Vec::new();
     }
@@ -168,11 +168,7 @@ fn kit_parts<'p>(profile: &'p Profile, needs: &Needs<'_>) -> Vec<Part<'p>> {
         env: Vec::new(),
     };
     let mut parts = vec![part("`[kit]`".to_owned(), &kit.fixtures, &kit.setup)];
-    if needs
-        .probes
-        .iter()
-        .any(|k| matches!(k, ProbeKind::Destructive | ProbeKind::DestructivePreview))
-    {
+    if needs.probes.iter().any(|k| k.runs_destructive()) {
         for (n, probe) in kit.destructive.iter().enumerate() {
             parts.push(part(format!("destructive probe {}", n + 1), &probe.fixtures, &probe.setup));
         }

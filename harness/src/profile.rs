@@ -382,6 +382,11 @@ impl Profile {
                 .collect(),
             ProbeKind::Stream => kit.stream.iter().map(|p| p.argv.clone()).collect(),
             ProbeKind::Manifest => vec![self.manifest_args()],
+            ProbeKind::Help => vec![vec!["--help".to_owned()]],
+            ProbeKind::Any => {
+                let destructive = kit.destructive.iter().map(|p| p.argv.clone());
+                kit.read.iter().chain(&kit.invalid).cloned().chain(destructive).collect()
+            }
             ProbeKind::StreamSignal => {
                 kit.stream.iter().filter(|p| p.signal.is_some()).map(|p| p.argv.clone()).collect()
             }

@@ -239,6 +239,7 @@ impl Engine {
             );
         }
         result.steps = steps.records;
+        notes.extend(steps.notes);
         result.status = match (harness_error, steps.skip, findings.is_empty()) {
             (Some(message), _, _) => Status::Error { message },
             // A leak is news about the tool even when the profile kept the rest from a verdict.

@@ -50,6 +50,8 @@ pub struct Context<'a> {
     pub calibrated: Result<(&'a Value, &'a Path), String>,
     /// The words `sh` makes of the command lines the checks asked for ([`lines_to_split`]).
     pub words: &'a BTreeMap<String, Result<Vec<String>, String>>,
+    /// Whether the observation ran the manifest command (the profile's manifest arguments).
+    pub manifest_command: bool,
 }
 
 impl Context<'_> {
@@ -110,6 +112,8 @@ pub struct Resolved {
     pub durations: BTreeMap<String, Result<Duration, String>>,
     /// See [`Context::words`].
     pub words: BTreeMap<String, Result<Vec<String>, String>>,
+    /// See [`Context::manifest_command`].
+    pub manifest_command: bool,
 }
 
 impl Resolved {
@@ -155,6 +159,7 @@ impl Resolved {
             last,
             calibrated,
             words: &self.words,
+            manifest_command: self.manifest_command,
         }
     }
 }
@@ -212,6 +217,12 @@ pub const CHECKS: &[Check] = &[
         judge: Judge::Observation(exit::timeout),
     },
     Check {
+        key: Some("exit_matches_meta"),
+        active: |e| e.exit_matches_meta == Some(true),
+        needs_response: false,
+        judge: Judge::Observation(json::exit_matches_meta),
+    },
+    Check {
         key: Some("stream"),
         active: |e| e.stream == Some(true),
         needs_response: false,
@@ -242,6 +253,13 @@ pub const CHECKS: &[Check] = &[
         active: |e| e.data_differs_from.is_some(),
         needs_response: true,
         judge: Judge::Observation(compare::data_differs_from),
+    },
+    // It judges stdout itself (an empty one may pass), so it needs no response.
+    Check {
+        key: Some("envelope"),
+        active: |e| e.envelope.is_some(),
+        needs_response: false,
+        judge: Judge::Observation(json::envelope),
     },
     Check {
         key: Some("schema"),
@@ -391,7 +409,7 @@ pub fn check_all(expect: &Expect, step: &str, observations: &[&Observation]) -> 
     findings
 }
 
-fn stdout_finding(problem: &StdoutProblem, obs: &Observation) -> Finding {
+pub(super) fn stdout_finding(problem: &StdoutProblem, obs: &Observation) -> Finding {
     let excerpt = obs.record.stdout.text.chars().take(300).collect::<String>();
     match problem {
         StdoutProblem::Empty => Finding::new(FindingKind::StdoutNotJson, "stdout is empty")
