@@ -194,7 +194,13 @@
 //! `invalid`, `destructive` with a `dry_run_flag`, or `stream` with `deadline_seconds` and
 //! `signal` with `after_lines`): `command` becomes `[tool] command`, the rest `[kit]`, so a vendor with a kit
 //! profile gets every kit check from conform unchanged ([`profile::kit`]). It names no roles,
-//! so the §79 scenarios are skipped with that reason until a `conform.toml` adds them.
+//! so the §79 scenarios are skipped with that reason until a `conform.toml` adds them. The kit
+//! runs its probes in the directory it is started from, so they name files there (`shop.db`,
+//! `site/`); conform runs them in its sandboxes as always, each of whose working directory
+//! starts as a copy of the profile's directory: at most 10 000 entries and 64 MiB (a larger
+//! directory is a setup error saying so), symbolic links never followed nor copied, `.git` and
+//! conform's own sandboxes left out. Nothing is written beside the profile; what a probe
+//! changes, it changes in the copy.
 //!
 //! ## Scenarios
 //!

@@ -1,6 +1,7 @@
 //! Stage: prepare. A sandbox made ready for what one scenario (or one calibration, or the
-//! discovery call) needs: the profile's `[tool] env`, then the fixtures and setup lines of
-//! its roles, then those of the kit probes its steps run.
+//! discovery call) needs: the profile's `[tool] env`, a copy of a kit JSON profile's directory
+//! (its probes name files beside it), then the fixtures and setup lines of its roles, then
+//! those of the kit probes its steps run.
 //!
 //! It exists apart from [`crate::sandbox`] because it knows the profile: the sandbox is a
 //! directory and an environment, this stage decides what goes in it. Roles and kit probes
@@ -17,9 +18,12 @@ use std::time::Duration;
 
 use crate::interrupt::{self, Registration};
 use crate::profile::Profile;
-use crate::sandbox::{Sandbox, SandboxError};
+use crate::sandbox::{CopyLimit, Sandbox, SandboxError};
 use crate::scenario::ProbeKind;
 use crate::tool::{TOOL_ENV, Tool};
+
+/// How much of a kit JSON profile's directory is copied into each sandbox at most.
+pub const PROFILE_DIR_LIMIT: CopyLimit = CopyLimit { entries: 10_000, bytes: 64 * 1024 * 1024 };
 
 /// Bound on a setup command.
 pub const SETUP_LIMIT: Duration = Duration::from_secs(120);
@@ -64,6 +68,9 @@ pub enum PrepareError {
         #[source]
         source: SandboxError,
     },
+    /// The kit profile's directory could not be copied into the sandbox.
+    #[error("copying the kit profile's directory into the sandbox: {0}")]
+    ProfileDir(#[source] SandboxError),
     /// A setup line could not be run at all.
     #[error("{owner} setup: {source}")]
     SetupRun {
@@ -128,6 +135,11 @@ pub fn prepare(
         sandbox.set_env(k, v);
     }
     let prepared = Prepared { sandbox, _registration: registration };
+    if profile.file.kit.copy_profile_dir {
+        prepared
+            .copy_dir_contents(&profile.base_dir(), PROFILE_DIR_LIMIT)
+            .map_err(PrepareError::ProfileDir)?;
+    }
     let setup_program = tool.setup_program(prepared.root()).map_err(|source| {
         PrepareError::SetupProgram { path: prepared.root().join("conform-tool"), source }
     })?;

@@ -226,6 +226,10 @@ pub struct Kit {
     /// A side-effect-free command and a global option to move around it (REQ-F-067, F-079).
     #[serde(default)]
     pub argument_order: Option<ArgumentOrder>,
+    /// Every sandbox's working directory starts as a copy of the profile's directory: set for a
+    /// kit JSON profile, whose probes name files beside it (the kit runs them there).
+    #[serde(skip)]
+    pub copy_profile_dir: bool,
 }
 
 /// The longest `[kit] timeout_seconds` (the kit's own bound).

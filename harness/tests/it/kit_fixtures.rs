@@ -164,6 +164,7 @@ fn kit_check_statuses(report: &serde_json::Value) -> Vec<(String, String)> {
     false
 )]
 #[case::dry_run_acts("dry-run-acts", "dry-run-changes-nothing", &["dry_run_preview"], false)]
+#[case::preview_refused("preview-refused", "dry-run-previews", &["dry_run_preview"], false)]
 #[case::refuses_with_4(
     "refuses-with-4",
     "destructive-refuses-unconfirmed",
@@ -547,6 +548,62 @@ fn the_kit_json_profile_bounds_a_hang_by_its_timeout(#[case] fixture: &str, #[ca
     let (_, took) = a_hang_fails(run, fails, dir.path());
     assert!(took >= Duration::from_secs(5), "the hang cannot fail before the timeout: {took:?}");
     assert!(took < Duration::from_secs(20), "not bounded by timeout_seconds 5: {took:?}");
+}
+
+/// A kit JSON profile's probes name files beside it, as the kit (which runs them there) allows:
+/// every sandbox starts as a copy of the profile's directory, so `show notes.txt` finds the
+/// file. A symbolic link beside it is not followed into the sandbox (its target lies outside,
+/// and conform copies only what is there), and nothing is written back beside the profile.
+#[test]
+fn a_kit_json_profile_runs_its_probes_on_a_copy_of_its_directory() {
+    let (dir, profile) = kit_json_profile("good");
+    let mut text: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&profile).unwrap()).unwrap();
+    text["probes"] = serde_json::json!([
+        { "name": "beside", "argv": ["show", "notes.txt"], "kind": "read" },
+        { "name": "through a link", "argv": ["show", "secret.txt"], "kind": "read" },
+        { "name": "nested", "argv": ["show", "data/rows.txt"], "kind": "read" },
+    ]);
+    std::fs::write(&profile, text.to_string()).unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "one\ntwo\n").unwrap();
+    std::fs::create_dir(dir.path().join("data")).unwrap();
+    std::fs::write(dir.path().join("data/rows.txt"), "a\nb\nc\n").unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret.txt"), "not for the tool\n").unwrap();
+    std::os::unix::fs::symlink(outside.path().join("secret.txt"), dir.path().join("secret.txt"))
+        .unwrap();
+    let before = std::fs::read_dir(dir.path()).unwrap().count();
+
+    let cwd = tempfile::tempdir().unwrap();
+    let out = conform()
+        .arg("run")
+        .arg("--profile")
+        .arg(&profile)
+        .args(["--only", "read-probes-answer-one-envelope", "--format", "json"])
+        .current_dir(cwd.path())
+        .output()
+        .unwrap();
+    let report = stdout_json(&out);
+    assert_eq!(status_of(&report, "read-probes-answer-one-envelope"), "pass", "{report:#}");
+    let scenario = report["data"]["scenarios"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == "read-probes-answer-one-envelope")
+        .unwrap();
+    let answer = |step: &str| {
+        scenario["evidence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["name"] == step)
+            .unwrap_or_else(|| panic!("no step {step}: {scenario:#}"))["envelope"]
+            .clone()
+    };
+    assert_eq!(answer("probe#1")["data"]["lines"], 2, "{scenario:#}");
+    assert_eq!(answer("probe#2")["error"]["code"], "NOT_FOUND", "the link was followed");
+    assert_eq!(answer("probe#3")["data"]["lines"], 3, "{scenario:#}");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), before, "written beside it");
 }
 
 /// The scenarios of the kit's last three checks (argument_order, stream_contract,
