@@ -596,6 +596,9 @@ fn envelope_wants_one_valid_envelope_with_the_allowance_named() {
     assert!(judge(&or_empty, &exited(0, "")).is_empty());
     assert_eq!(names(&judge(&required, &exited(0, ""))), ["stdout-not-json"]);
     assert_eq!(names(&judge(&or_empty, &exited(0, "usage: tool"))), ["stdout-not-json"]);
+    // Beside a check that needs the response, the stdout problem is one finding, not two.
+    let with_schema = expect(json!({ "envelope": "required", "schema": "manifest" }));
+    assert_eq!(names(&judge(&with_schema, &exited(0, "usage: tool"))), ["stdout-not-json"]);
     // Any JSON value is not enough: the envelope's shape is the schema's.
     let no_warnings = json!({ "ok": true, "data": {}, "error": null, "meta": { "exit_code": 0, "duration_ms": 1 } });
     for shape in [json!({ "version": "1.2" }), json!([]), json!(42), no_warnings] {
