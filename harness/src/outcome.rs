@@ -121,6 +121,14 @@ pub enum SkipReason {
         /// The role.
         role: String,
     },
+    /// Probe runs outlived their limit, and the spec kit charges such a hang to other
+    /// scenarios' checks alone; nothing else of this scenario failed.
+    HangJudgedElsewhere {
+        /// The runs that hung (step names with their rank).
+        runs: Vec<String>,
+        /// The scenarios that judge the hangs.
+        scenarios: Vec<String>,
+    },
 }
 
 impl SkipReason {
@@ -219,6 +227,17 @@ impl fmt::Display for SkipReason {
                 f,
                 "no word of role `{role}`'s argv names a file in the sandbox, so the scenario cannot change its input"
             ),
+            SkipReason::HangJudgedElsewhere { runs, scenarios } => {
+                let list = |v: &[String]| {
+                    v.iter().map(|s| format!("`{s}`")).collect::<Vec<_>>().join(", ")
+                };
+                write!(
+                    f,
+                    "{} outlived the limit; as in the spec kit, that hang is judged by {} alone",
+                    list(runs),
+                    list(scenarios)
+                )
+            }
         }
     }
 }

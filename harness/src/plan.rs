@@ -119,14 +119,27 @@ pub fn static_skip(s: &Scenario, profile: &Profile) -> Option<SkipReason> {
     }
     let no_kit =
         |what: &str| SkipReason::MissingKit { what: what.to_owned(), profile: has_profile };
-    for kind in s.probe_kinds() {
-        if profile.probe_argvs(kind).is_empty() {
-            return Some(match kind {
-                ProbeKind::DestructivePreview => no_kit("`destructive` probes"),
-                ProbeKind::StreamSignal => no_kit("`stream` probes with a `signal`"),
-                other => no_kit(&format!("`{}` probes", other.as_str())),
-            });
-        }
+    // A step whose kind has no probes runs nothing (the kit too judges a check on the probes
+    // there are); only a scenario none of whose probe steps would run anything is skipped.
+    let kinds = s.probe_kinds();
+    if !kinds.is_empty() && kinds.iter().all(|k| profile.probe_argvs(*k).is_empty()) {
+        let named: Vec<&str> = kinds
+            .iter()
+            .map(|kind| match kind {
+                ProbeKind::DestructivePreview => "`destructive` probes",
+                ProbeKind::StreamSignal => "`stream` probes with a `signal`",
+                ProbeKind::Any => "`read`, `invalid` or `destructive` probes",
+                ProbeKind::Read => "`read` probes",
+                ProbeKind::Invalid => "`invalid` probes",
+                ProbeKind::Destructive => "`destructive` probes",
+                ProbeKind::Stream => "`stream` probes",
+                ProbeKind::Manifest | ProbeKind::Help => "",
+            })
+            .filter(|w| !w.is_empty())
+            .collect();
+        let mut named = named;
+        named.dedup();
+        return Some(no_kit(&named.join(" nor ")));
     }
     let placements = s.placements();
     if !placements.is_empty() {

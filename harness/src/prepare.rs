@@ -1,6 +1,7 @@
 //! Stage: prepare. A sandbox made ready for what one scenario (or one calibration, or the
-//! discovery call) needs: the profile's `[tool] env`, then the fixtures and setup lines of
-//! its roles, then those of the kit probes its steps run.
+//! discovery call) needs: the profile's `[tool] env`, a copy of a kit JSON profile's directory
+//! (its probes name files beside it), then the fixtures and setup lines of its roles, then
+//! those of the kit probes its steps run.
 //!
 //! It exists apart from [`crate::sandbox`] because it knows the profile: the sandbox is a
 //! directory and an environment, this stage decides what goes in it. Roles and kit probes
@@ -19,13 +20,16 @@ use std::time::Duration;
 
 use crate::interrupt::{self, Registration};
 use crate::profile::{Profile, render_env};
-use crate::sandbox::{Sandbox, SandboxError};
+use crate::sandbox::{CopyLimit, Sandbox, SandboxError};
 use crate::scenario::ProbeKind;
 use crate::tool::{TOOL_ENV, Tool};
 
 /// The variable holding the sandbox root in every setup command. (`CONFORM_SANDBOX` is taken:
 /// it is the marker every process of the sandbox carries, [`crate::sandbox::MARKER_VAR`].)
 pub const SANDBOX_DIR_ENV: &str = "CONFORM_SANDBOX_DIR";
+
+/// How much of a kit JSON profile's directory is copied into each sandbox at most.
+pub const PROFILE_DIR_LIMIT: CopyLimit = CopyLimit { entries: 10_000, bytes: 64 * 1024 * 1024 };
 
 /// Bound on a setup command.
 pub const SETUP_LIMIT: Duration = Duration::from_secs(120);
@@ -70,6 +74,9 @@ pub enum PrepareError {
         #[source]
         source: SandboxError,
     },
+    /// The kit profile's directory could not be copied into the sandbox.
+    #[error("copying the kit profile's directory into the sandbox: {0}")]
+    ProfileDir(#[source] SandboxError),
     /// A setup line could not be run at all.
     #[error("{owner} setup: {source}")]
     SetupRun {
@@ -134,6 +141,11 @@ pub fn prepare(
         sandbox.set_env(k, v);
     }
     let prepared = Prepared { sandbox, _registration: registration };
+    if profile.file.kit.copy_profile_dir {
+        prepared
+            .copy_dir_contents(&profile.base_dir(), PROFILE_DIR_LIMIT)
+            .map_err(PrepareError::ProfileDir)?;
+    }
     let setup_program = tool.setup_program(prepared.root()).map_err(|source| {
         PrepareError::SetupProgram { path: prepared.root().join("conform-tool"), source }
     })?;
@@ -162,8 +174,8 @@ fn role_parts<'p>(profile: &'p Profile, roles: &[&str], sandbox: &Sandbox) -> Ve
 /// The kit's fixtures and setup, then each destructive probe's when destructive probes run,
 /// each stream probe's when stream probes run, and `[kit.argument_order]`'s when it is used.
 fn kit_parts<'p>(profile: &'p Profile, needs: &Needs<'_>) -> Vec<Part<'p>> {
-    // The manifest command needs nothing of the kit's.
-    let kit_probes = needs.probes.iter().any(|k| *k != ProbeKind::Manifest);
+    // The manifest command and `--help` need nothing of the kit's.
+    let kit_probes = needs.probes.iter().any(|k| !k.always_there());
     if !kit_probes && !needs.argument_order {
         return Vec::new();
     }
@@ -175,11 +187,7 @@ fn kit_parts<'p>(profile: &'p Profile, needs: &Needs<'_>) -> Vec<Part<'p>> {
         env: Vec::new(),
     };
     let mut parts = vec![part("`[kit]`".to_owned(), &kit.fixtures, &kit.setup)];
-    if needs
-        .probes
-        .iter()
-        .any(|k| matches!(k, ProbeKind::Destructive | ProbeKind::DestructivePreview))
-    {
+    if needs.probes.iter().any(|k| k.runs_destructive()) {
         for (n, probe) in kit.destructive.iter().enumerate() {
             parts.push(part(format!("destructive probe {}", n + 1), &probe.fixtures, &probe.setup));
         }

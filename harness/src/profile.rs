@@ -232,6 +232,10 @@ pub struct Kit {
     /// A side-effect-free command and a global option to move around it (REQ-F-067, F-079).
     #[serde(default)]
     pub argument_order: Option<ArgumentOrder>,
+    /// Every sandbox's working directory starts as a copy of the profile's directory: set for a
+    /// kit JSON profile, whose probes name files beside it (the kit runs them there).
+    #[serde(skip)]
+    pub copy_profile_dir: bool,
 }
 
 /// The longest `[kit] timeout_seconds` (the kit's own bound).
@@ -388,6 +392,11 @@ impl Profile {
                 .collect(),
             ProbeKind::Stream => kit.stream.iter().map(|p| p.argv.clone()).collect(),
             ProbeKind::Manifest => vec![self.manifest_args()],
+            ProbeKind::Help => vec![vec!["--help".to_owned()]],
+            ProbeKind::Any => {
+                let destructive = kit.destructive.iter().map(|p| p.argv.clone());
+                kit.read.iter().chain(&kit.invalid).cloned().chain(destructive).collect()
+            }
             ProbeKind::StreamSignal => {
                 kit.stream.iter().filter(|p| p.signal.is_some()).map(|p| p.argv.clone()).collect()
             }

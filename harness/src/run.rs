@@ -269,6 +269,7 @@ impl Engine {
         }
         notes.extend(steps.failed_cancels.into_iter().map(Note::CancelFailed));
         result.steps = steps.records;
+        notes.extend(steps.notes);
         result.status = match (harness_error, steps.skip, findings.is_empty()) {
             (Some(message), _, _) => Status::Error { message },
             // A leak is news about the tool even when the profile kept the rest from a verdict.

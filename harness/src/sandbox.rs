@@ -129,6 +129,19 @@ pub enum SandboxError {
         #[source]
         source: io::Error,
     },
+    /// A directory to copy in holds more than conform copies.
+    #[error(
+        "{} holds more than {} files or {} MiB; give it a directory of its own with only what its probes need",
+        dir.display(),
+        limit.entries,
+        limit.bytes / (1024 * 1024)
+    )]
+    TooLarge {
+        /// The directory.
+        dir: PathBuf,
+        /// The bound it passed.
+        limit: CopyLimit,
+    },
     /// The process driver failed (not the command it ran).
     #[error(transparent)]
     Exec(#[from] exec::ExecError),
@@ -327,6 +340,23 @@ impl Sandbox {
         Ok(target)
     }
 
+    /// Copies the contents of `dir` into `work/`, bounded by `limit`, and returns what it left
+    /// out. A symbolic link is never followed nor copied (it could lead anywhere, and conform
+    /// writes only what it made); neither are `.git` nor conform's own sandboxes (`conform-*`
+    /// directories, which a `TMPDIR` inside `dir` puts there), nor a directory holding this
+    /// sandbox. Anything else that is not a regular file or a directory is left out too.
+    pub fn copy_dir_contents(
+        &self,
+        dir: &Path,
+        limit: CopyLimit,
+    ) -> Result<Vec<PathBuf>, SandboxError> {
+        let mut budget = CopyBudget { limit, entries: 0, bytes: 0, dir: dir.to_path_buf() };
+        let mut left_out = Vec::new();
+        let root = fs::canonicalize(&self.root).unwrap_or_else(|_| self.root.clone());
+        copy_tree(dir, &self.work(), &root, &mut budget, &mut left_out)?;
+        Ok(left_out)
+    }
+
     /// Runs a setup command line (`sh -c`) in the sandbox, stdin closed, bounded by `timeout`.
     /// A non-zero exit, a signal or a timeout is [`SandboxError::SetupFailed`].
     pub fn run_setup(&self, command: &str, timeout: Duration) -> Result<Outcome, SandboxError> {
@@ -396,6 +426,90 @@ fn random_id() -> Result<String, SandboxError> {
         .and_then(|mut f| f.read_exact(&mut bytes))
         .map_err(io_error("read /dev/urandom for the sandbox marker"))?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// How much [`Sandbox::copy_dir_contents`] copies at most.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CopyLimit {
+    /// Files and directories.
+    pub entries: usize,
+    /// Bytes of the files together.
+    pub bytes: u64,
+}
+
+/// What a copy has used of its limit so far.
+struct CopyBudget {
+    limit: CopyLimit,
+    entries: usize,
+    bytes: u64,
+    dir: PathBuf,
+}
+
+impl CopyBudget {
+    fn take(&mut self, bytes: u64) -> Result<(), SandboxError> {
+        self.entries += 1;
+        self.bytes = self.bytes.saturating_add(bytes);
+        if self.entries > self.limit.entries || self.bytes > self.limit.bytes {
+            return Err(SandboxError::TooLarge { dir: self.dir.clone(), limit: self.limit });
+        }
+        Ok(())
+    }
+}
+
+/// The entries of `source` into `target` (an existing directory), without following links.
+fn copy_tree(
+    source: &Path,
+    target: &Path,
+    sandbox_root: &Path,
+    budget: &mut CopyBudget,
+    left_out: &mut Vec<PathBuf>,
+) -> Result<(), SandboxError> {
+    let entries = fs::read_dir(source).map_err(io_error(format!("list {}", source.display())))?;
+    let mut entries: Vec<fs::DirEntry> = entries
+        .collect::<Result<_, _>>()
+        .map_err(io_error(format!("list {}", source.display())))?;
+    entries.sort_by_key(fs::DirEntry::file_name);
+    for entry in entries {
+        let path = entry.path();
+        let name = entry.file_name();
+        // `symlink_metadata`: the entry itself, never what a link points at.
+        let meta =
+            fs::symlink_metadata(&path).map_err(io_error(format!("read {}", path.display())))?;
+        let holds_sandbox =
+            fs::canonicalize(&path).is_ok_and(|real| sandbox_root.starts_with(&real));
+        let ours = meta.is_dir()
+            && (name == ".git" || name.to_string_lossy().starts_with("conform-") || holds_sandbox);
+        if ours || !(meta.is_dir() || meta.is_file()) {
+            left_out.push(path);
+            continue;
+        }
+        let dest = target.join(&name);
+        if meta.is_dir() {
+            budget.take(0)?;
+            fs::create_dir(&dest).map_err(io_error(format!("create {}", dest.display())))?;
+            copy_tree(&path, &dest, sandbox_root, budget, left_out)?;
+        } else {
+            budget.take(meta.len())?;
+            copy_file_new(&path, &dest)?;
+        }
+    }
+    Ok(())
+}
+
+/// Copies a regular file to a path that must not exist yet (so nothing there, a link least of
+/// all, is written through), keeping its permission bits.
+fn copy_file_new(source: &Path, dest: &Path) -> Result<(), SandboxError> {
+    let action = || format!("copy {} to {}", source.display(), dest.display());
+    let mut from = fs::File::open(source).map_err(io_error(action()))?;
+    let mode = from.metadata().map_err(io_error(action()))?.permissions().mode();
+    let mut to = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(dest)
+        .map_err(io_error(action()))?;
+    io::copy(&mut from, &mut to).map_err(io_error(action()))?;
+    to.set_permissions(fs::Permissions::from_mode(mode & 0o777)).map_err(io_error(action()))?;
+    Ok(())
 }
 
 fn copy_recursively(source: &Path, target: &Path) -> Result<(), SandboxError> {

@@ -215,9 +215,16 @@ pub struct RunStep {
     #[serde(default)]
     pub tool_dir: Option<String>,
     /// Instead of a role: run once for each kit probe of this kind in the profile (in order;
-    /// `args` follow the probe's argv). A profile without such probes skips the scenario.
+    /// `args` follow the probe's argv). A step whose kind the profile has no probes of runs
+    /// nothing; a scenario none of whose probe steps has any is skipped.
     #[serde(default)]
     pub probe: Option<ProbeKind>,
+    /// A run of this step that outlives its limit is judged where the spec kit judges it:
+    /// here only when the kit would charge the hang to this scenario (see
+    /// [`crate::step`]'s hang charges); otherwise it is left out of this step's verdict, and a
+    /// scenario with nothing else wrong is skipped naming the scenario that judges the hang.
+    #[serde(default)]
+    pub kit_hangs: Option<bool>,
     /// Instead of a role or a probe: the argv of the profile's `[kit.argument_order]` in this
     /// placement (`args` follow). A profile without it (or without its `positional`, for the
     /// placements that use one) skips the scenario.
@@ -251,6 +258,12 @@ pub enum ProbeKind {
     /// The manifest command: the profile's `[kit] manifest` arguments, else `manifest`. Always
     /// there, so a tool whose manifest is `--schema` is judged on its own manifest.
     Manifest,
+    /// `--help`, as the kit runs it (under the kit's timeout when the profile sets one).
+    /// Always there.
+    Help,
+    /// Every non-stream probe as written: `kit.read`, then `kit.invalid`, then
+    /// `kit.destructive` without confirmation (the runs the kit judges most checks on).
+    Any,
 }
 
 impl ProbeKind {
@@ -264,7 +277,19 @@ impl ProbeKind {
             Self::Stream => "stream",
             Self::StreamSignal => "stream-signal",
             Self::Manifest => "manifest",
+            Self::Help => "help",
+            Self::Any => "any",
         }
+    }
+
+    /// Whether every profile has this probe (the tool itself provides it).
+    pub fn always_there(self) -> bool {
+        matches!(self, Self::Manifest | Self::Help)
+    }
+
+    /// Whether the step runs the profile's destructive probes (so their setup must be done).
+    pub fn runs_destructive(self) -> bool {
+        matches!(self, Self::Destructive | Self::DestructivePreview | Self::Any)
     }
 }
 
@@ -671,6 +696,27 @@ pub struct Expect {
     /// The response's `/data` differs from that earlier step's.
     #[serde(default)]
     pub data_differs_from: Option<String>,
+    /// When stdout is a valid response envelope, its `meta.exit_code` is the process's exit
+    /// code (REQ-F-001, REQ-F-004). A stdout that is no valid envelope is left to the envelope
+    /// checks, as the spec kit does.
+    #[serde(default)]
+    pub exit_matches_meta: Option<bool>,
+    /// stdout is one valid response envelope, with the allowance named (see [`EnvelopeRule`]).
+    #[serde(default)]
+    pub envelope: Option<EnvelopeRule>,
+}
+
+/// What `envelope` accepts besides one valid response envelope on stdout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EnvelopeRule {
+    /// Nothing else.
+    Required,
+    /// An empty stdout (`--help`, whose text belongs on stderr).
+    OrEmpty,
+    /// A bare manifest, valid against the manifest schema, when the step ran the manifest
+    /// command: CONTRACT §2 accepts the manifest bare (the spec kit does not).
+    OrBareManifest,
 }
 
 impl Expect {
@@ -1203,6 +1249,13 @@ fn validate(s: &Scenario) -> Result<(), String> {
                 {
                     return Err(format!(
                         "step `{name}`: `tool_dir` must be a relative path without . or .."
+                    ));
+                }
+                if r.kit_hangs == Some(true)
+                    && !matches!(r.probe, Some(k) if !matches!(k, ProbeKind::Stream | ProbeKind::StreamSignal))
+                {
+                    return Err(format!(
+                        "step `{name}`: `kit_hangs` belongs to a step running non-stream kit probes"
                     ));
                 }
                 if r.count == Some(0) {

@@ -223,7 +223,8 @@ mutants! {
     ArgErrorExits127 = "arg-error-exits-127",
     /// `version` prints a progress object before its envelope (one JSON document on stdout).
     VersionPrintsProgressFirst = "version-prints-progress-first",
-    /// `version` fails when stdin is empty, e.g. `/dev/null` (a read command needs no input).
+    /// `version` waits for an answer on stdin and asks again at every end of input, so with
+    /// stdin `/dev/null` it never ends (a read command needs no input).
     ReadProbesNeedInput = "read-probes-need-input",
     /// The global `--output` after the command path is refused as an unknown flag (global
     /// options mean the same anywhere).
@@ -321,7 +322,18 @@ fn before_run(argv: &[OsString]) -> Option<u8> {
     // `/dev/null` (what a closed stdin usually is) is a character device, a pipe is not.
     let stdin_is_null =
         std::fs::metadata("/dev/stdin").is_ok_and(|m| m.file_type().is_char_device());
-    (active(Mutant::ReadProbesNeedInput) && stdin_is_null).then_some(GENERAL_ERROR)
+    if active(Mutant::ReadProbesNeedInput) && stdin_is_null {
+        // Every read of /dev/null is an empty answer: ask again, for ever (the caller's limit
+        // ends it).
+        loop {
+            let mut answer = [0_u8; 1];
+            if std::io::stdin().lock().read(&mut answer).is_ok_and(|n| n > 0) {
+                return Some(GENERAL_ERROR);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+    }
+    None
 }
 
 /// Faults in what is written: the exit status and stray escape sequences.

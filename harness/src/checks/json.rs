@@ -5,10 +5,11 @@ use serde_json::Value;
 
 use super::Context;
 use crate::observe::Observation;
+use crate::observe::StdoutProblem;
 use crate::outcome::FindingKind;
 use crate::outcome::{Finding, compact};
-use crate::scenario::{Expect, PointerCheck, template_vars};
-use crate::schemas;
+use crate::scenario::{EnvelopeRule, Expect, PointerCheck, template_vars};
+use crate::schemas::{self, SchemaName};
 
 /// `schema`: the response validates against each named schema.
 pub(super) fn schema(
@@ -34,6 +35,78 @@ pub(super) fn schema(
         }
     }
     findings
+}
+
+/// `exit_matches_meta`: a valid envelope's `meta.exit_code` is the process's exit code. An
+/// invalid envelope (or none) is the envelope checks' to report; a process that did not exit
+/// by itself has no code to compare (the timeout, or `exit`, says so).
+pub(super) fn exit_matches_meta(
+    expect: &Expect,
+    obs: &Observation,
+    _ctx: &Context<'_>,
+) -> Vec<Finding> {
+    if expect.exit_matches_meta != Some(true) {
+        return Vec::new();
+    }
+    let (Some(code), Some(response)) = (obs.exit_code(), obs.response()) else {
+        return Vec::new();
+    };
+    if !schemas::violations(SchemaName::Envelope, response).is_ok_and(|v| v.is_empty()) {
+        return Vec::new();
+    }
+    let meta = response.pointer("/meta/exit_code").and_then(Value::as_i64);
+    if meta == Some(i64::from(code)) {
+        return Vec::new();
+    }
+    let said =
+        meta.map_or_else(|| "no meta.exit_code".to_owned(), |m| format!("meta.exit_code {m}"));
+    vec![
+        Finding::new(
+            FindingKind::ExitCode,
+            format!("the process exited {code} but its envelope says {said}"),
+        )
+        .expected(format!("meta.exit_code {code}, the exit code"))
+        .actual(said),
+    ]
+}
+
+/// `envelope`: stdout is one valid response envelope, or what the rule also accepts (empty;
+/// a bare manifest from the manifest command).
+pub(super) fn envelope(expect: &Expect, obs: &Observation, ctx: &Context<'_>) -> Vec<Finding> {
+    let Some(rule) = expect.envelope else { return Vec::new() };
+    let response = match &obs.json {
+        Ok(response) => response,
+        Err(StdoutProblem::Empty) if rule == EnvelopeRule::OrEmpty => return Vec::new(),
+        // A response check of the same step reports the stdout problem once for all.
+        Err(_) if super::needs_response(expect) => return Vec::new(),
+        Err(problem) => return vec![super::stdout_finding(problem, obs)],
+    };
+    let bare_manifest = rule == EnvelopeRule::OrBareManifest
+        && ctx.manifest_command
+        && response.get("ok").is_none()
+        && response.get("commands").is_some();
+    let name = if bare_manifest { SchemaName::Manifest } else { SchemaName::Envelope };
+    match schemas::violations(name, response) {
+        Ok(v) if v.is_empty() => Vec::new(),
+        Ok(v) => vec![
+            Finding::new(
+                FindingKind::Schema,
+                format!("the response does not validate against {}", name.file()),
+            )
+            .expected(match rule {
+                EnvelopeRule::Required => "one valid response envelope on stdout".to_owned(),
+                EnvelopeRule::OrEmpty => {
+                    "nothing on stdout, or one valid response envelope".to_owned()
+                }
+                EnvelopeRule::OrBareManifest if bare_manifest => {
+                    "a valid manifest (bare, as the manifest command may answer)".to_owned()
+                }
+                EnvelopeRule::OrBareManifest => "one valid response envelope on stdout".to_owned(),
+            })
+            .actual(v.iter().take(8).cloned().collect::<Vec<_>>().join("\n")),
+        ],
+        Err(e) => vec![Finding::new(FindingKind::Schema, e.to_string())],
+    }
 }
 
 /// `json`: every pointer check, in the order written.

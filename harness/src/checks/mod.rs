@@ -53,6 +53,8 @@ pub struct Context<'a> {
     /// The file each word of those lines (and of the invocation) that may name a program names,
     /// when it names one ([`locate_program`]).
     pub programs: &'a BTreeMap<(Naming, String), Option<PathBuf>>,
+    /// Whether the observation ran the manifest command (the profile's manifest arguments).
+    pub manifest_command: bool,
 }
 
 impl Context<'_> {
@@ -115,6 +117,8 @@ pub struct Resolved {
     pub words: BTreeMap<String, Result<Vec<String>, String>>,
     /// See [`Context::programs`].
     pub programs: BTreeMap<(Naming, String), Option<PathBuf>>,
+    /// See [`Context::manifest_command`].
+    pub manifest_command: bool,
 }
 
 impl Resolved {
@@ -176,6 +180,7 @@ impl Resolved {
             calibrated,
             words: &self.words,
             programs: &self.programs,
+            manifest_command: self.manifest_command,
         }
     }
 }
@@ -233,6 +238,12 @@ pub const CHECKS: &[Check] = &[
         judge: Judge::Observation(exit::timeout),
     },
     Check {
+        key: Some("exit_matches_meta"),
+        active: |e| e.exit_matches_meta == Some(true),
+        needs_response: false,
+        judge: Judge::Observation(json::exit_matches_meta),
+    },
+    Check {
         key: Some("stream"),
         active: |e| e.stream == Some(true),
         needs_response: false,
@@ -263,6 +274,13 @@ pub const CHECKS: &[Check] = &[
         active: |e| e.data_differs_from.is_some(),
         needs_response: true,
         judge: Judge::Observation(compare::data_differs_from),
+    },
+    // It judges stdout itself (an empty one may pass), so it needs no response.
+    Check {
+        key: Some("envelope"),
+        active: |e| e.envelope.is_some(),
+        needs_response: false,
+        judge: Judge::Observation(json::envelope),
     },
     Check {
         key: Some("schema"),
@@ -412,7 +430,7 @@ pub fn check_all(expect: &Expect, step: &str, observations: &[&Observation]) -> 
     findings
 }
 
-fn stdout_finding(problem: &StdoutProblem, obs: &Observation) -> Finding {
+pub(super) fn stdout_finding(problem: &StdoutProblem, obs: &Observation) -> Finding {
     let excerpt = obs.record.stdout.text.chars().take(300).collect::<String>();
     match problem {
         StdoutProblem::Empty => Finding::new(FindingKind::StdoutNotJson, "stdout is empty")

@@ -219,6 +219,7 @@ fn sample(key: &str) -> Value {
         "differs_from" => json!([{ "step": "other", "pointer": "/data/id" }]),
         "no_ansi" => json!(["stdout"]),
         "warnings" => json!(["W"]),
+        "envelope" => json!("required"),
         "same_response_as"
         | "same_stdout_as"
         | "stdout_differs_from"
@@ -566,6 +567,76 @@ fn schema_validates_the_response_against_each_schema_named() {
         only(judge(&expect(json!({ "schema": "envelope" })), &responding(json!({ "ok": true }))));
     assert_eq!(f.message, "the response does not validate against response-envelope.json");
     assert!(f.actual.unwrap().contains("at `/`"));
+}
+
+/// A valid error envelope saying `code` in `meta.exit_code`.
+fn error_envelope(code: i64) -> Value {
+    json!({ "ok": false, "data": null, "warnings": [],
+            "error": { "code": "ARG_ERROR", "message": "bad", "retryable": false, "phase": "validation" },
+            "meta": { "exit_code": code, "duration_ms": 5 } })
+}
+
+#[test]
+fn exit_matches_meta_compares_a_valid_envelopes_exit_code_with_the_process() {
+    let e = expect(json!({ "exit_matches_meta": true }));
+    assert!(judge(&e, &exited(2, &error_envelope(2).to_string())).is_empty());
+    assert!(judge(&e, &responding(envelope(json!({})))).is_empty());
+    // The classic "always exit 0": the right error envelope, the wrong status.
+    let f = only(judge(&e, &exited(0, &error_envelope(5).to_string())));
+    assert_eq!(f.check.as_str(), "exit-code");
+    assert_eq!(f.message, "the process exited 0 but its envelope says meta.exit_code 5");
+    let f = only(judge(&e, &exited(2, &error_envelope(1).to_string())));
+    assert_eq!(f.expected.as_deref(), Some("meta.exit_code 2, the exit code"));
+    // No valid envelope, or no exit: the envelope checks and the timeout say so, not this.
+    assert!(judge(&e, &exited(3, "{\"meta\": {\"exit_code\": 0}}")).is_empty());
+    assert!(judge(&e, &exited(0, "prose")).is_empty());
+    let timed_out = Parts {
+        termination: Termination::TimedOut,
+        stdout: error_envelope(1).to_string().into_bytes(),
+        ..Parts::default()
+    };
+    assert_eq!(names(&judge(&e, &timed_out.build())), ["timeout"]);
+}
+
+#[test]
+fn envelope_wants_one_valid_envelope_with_the_allowance_named() {
+    let required = expect(json!({ "envelope": "required" }));
+    let or_empty = expect(json!({ "envelope": "or-empty" }));
+    let good = responding(envelope(json!({ "n": 1 })));
+    assert!(judge(&required, &good).is_empty());
+    assert!(judge(&or_empty, &good).is_empty());
+    assert!(judge(&or_empty, &exited(0, "")).is_empty());
+    assert_eq!(names(&judge(&required, &exited(0, ""))), ["stdout-not-json"]);
+    assert_eq!(names(&judge(&or_empty, &exited(0, "usage: tool"))), ["stdout-not-json"]);
+    // Beside a check that needs the response, the stdout problem is one finding, not two.
+    let with_schema = expect(json!({ "envelope": "required", "schema": "manifest" }));
+    assert_eq!(names(&judge(&with_schema, &exited(0, "usage: tool"))), ["stdout-not-json"]);
+    // Any JSON value is not enough: the envelope's shape is the schema's.
+    let no_warnings = json!({ "ok": true, "data": {}, "error": null, "meta": { "exit_code": 0, "duration_ms": 1 } });
+    for shape in [json!({ "version": "1.2" }), json!([]), json!(42), no_warnings] {
+        let f = only(judge(&or_empty, &exited(0, &shape.to_string())));
+        assert_eq!(f.message, "the response does not validate against response-envelope.json");
+    }
+}
+
+#[test]
+fn envelope_lets_a_bare_manifest_through_only_from_the_manifest_command() {
+    let e = expect(json!({ "envelope": "or-bare-manifest" }));
+    let manifest = json!({ "schema_version": "3.20", "commands": {} });
+    let bare = exited(0, &manifest.to_string());
+    let mut resolved = Resolved::new(&e, &bare, text, duration, split, no_program);
+    assert_eq!(names(&World::default().judge_with(&e, &bare, &resolved)), ["schema"]);
+    resolved.manifest_command = true;
+    let findings = World::default().judge_with(&e, &bare, &resolved);
+    assert!(
+        findings.is_empty() || findings[0].message.contains("manifest-response.json"),
+        "{findings:#?}"
+    );
+    // The manifest command's envelope is still an envelope, judged as one.
+    let wrapped_badly = json!({ "ok": true, "data": manifest, "meta": { "exit_code": 0 } });
+    let obs = exited(0, &wrapped_badly.to_string());
+    let f = only(World::default().judge_with(&e, &obs, &resolved));
+    assert_eq!(f.message, "the response does not validate against response-envelope.json");
 }
 
 #[test]

@@ -13,6 +13,13 @@
 //! and the top-level `argument_order` object is `[kit.argument_order]` (without setup or
 //! fixtures, which the kit does not have). A key that belongs to another kind of probe is
 //! refused, as is anything the TOML profile refuses.
+//!
+//! The kit runs its probes in the directory it is started from, so probes name files there
+//! (`--db shop.db`, `site/`). conform never runs a tool outside a sandbox: instead every
+//! sandbox's working directory starts as a copy of the profile's directory
+//! ([`Kit::copy_profile_dir`], done by [`crate::prepare`]), at most
+//! [`crate::prepare::PROFILE_DIR_LIMIT`], symbolic links, `.git` and conform's own sandboxes
+//! left out.
 
 use std::collections::BTreeSet;
 
@@ -177,6 +184,9 @@ impl KitProfile {
             ));
         }
         kit.argument_order.clone_from(&self.argument_order);
+        // The kit runs every probe in the directory it was started from, beside the profile;
+        // conform runs them in a sandbox that starts as a copy of that directory.
+        kit.copy_profile_dir = true;
         Ok(kit)
     }
 }

@@ -13,7 +13,7 @@ use super::{DEFAULT_STEP_LIMIT, ScenarioState};
 use crate::exec::{self, Invocation, Program, StdinMode, Termination};
 use crate::outcome::FindingKind;
 use crate::outcome::{Finding, SkipReason, millis};
-use crate::scenario::{ProbeKind, RunStep, signal_by_name};
+use crate::scenario::{ProbeKind, RunStep, StdinKind, signal_by_name};
 
 /// How one invocation of a run step starts, beside what the step itself says.
 #[derive(Debug, Default)]
@@ -66,18 +66,88 @@ impl ScenarioState<'_> {
         if matches!(kind, ProbeKind::Stream | ProbeKind::StreamSignal) {
             return self.run_streams(r, kind);
         }
+        // No probes of this kind: the step runs nothing (the plan skipped the scenario if none
+        // of its probe steps has any).
         let probes = profile.probe_argvs(kind);
-        if probes.is_empty() {
-            return Err(format!("the profile names no kit `{}` probes", kind.as_str()));
-        }
         let mut indices = Vec::new();
         for (n, prefix) in probes.into_iter().enumerate() {
-            // The manifest command is one invocation, named as its step.
-            let rank = (kind != ProbeKind::Manifest).then_some(n + 1);
+            // The manifest command and `--help` are one invocation, named as their step.
+            let rank = (!kind.always_there()).then_some(n + 1);
             let launch = Launch { prefix, rank, from_kit: true, ..Launch::default() };
             indices.extend(self.invoke(r, launch)?);
         }
+        if r.kit_hangs == Some(true) {
+            indices = self.charge_hangs(r, kind, indices)?;
+        }
         Ok(self.judge(&r.name, &r.expect, &indices))
+    }
+
+    /// The observations of a `kit_hangs` step this scenario judges: a run that timed out is
+    /// charged as the kit charges it ([`super::hang_charge`]), and one charged to another
+    /// scenario is left out (noted in `deferred_hangs`). Deciding may take one more run of the
+    /// probe: the kit's own (stdin closed, nothing added), or for a preview, the destructive
+    /// probe unconfirmed (the kit previews only a probe whose refusal ended).
+    fn charge_hangs(
+        &mut self,
+        r: &RunStep,
+        kind: ProbeKind,
+        indices: Vec<usize>,
+    ) -> Result<Vec<usize>, String> {
+        let plain = r.args.is_empty()
+            && r.env.is_empty()
+            && r.env_remove.is_empty()
+            && r.stdin_text.is_none()
+            && matches!(r.stdin, None | Some(StdinKind::Closed));
+        let open_stdin = r.args.is_empty()
+            && r.env.is_empty()
+            && r.env_remove.is_empty()
+            && r.stdin == Some(StdinKind::Open);
+        let mut judged = Vec::new();
+        for (rank, i) in indices.into_iter().enumerate() {
+            if self.observations[i].outcome.termination != Termination::TimedOut {
+                judged.push(i);
+                continue;
+            }
+            let preview = kind == ProbeKind::DestructivePreview;
+            let unconfirmed_hangs = preview && self.rerun_hangs(r, ProbeKind::Destructive, rank)?;
+            let plain_hangs = match (plain, unconfirmed_hangs) {
+                (_, true) => true,
+                (true, false) => true,
+                (false, false) => self.rerun_hangs(r, kind, rank)?,
+            };
+            let charge = super::hang_charge(super::HangFacts {
+                preview,
+                unconfirmed_hangs,
+                plain_hangs,
+                open_stdin,
+                scenario: &self.scenario.id,
+            });
+            if charge == self.scenario.id {
+                judged.push(i);
+            } else {
+                let run = self.observations[i].record.name.clone();
+                self.deferred_hangs.push((run, charge.to_owned()));
+            }
+        }
+        Ok(judged)
+    }
+
+    /// Runs the probe of this rank and kind once more, the kit's way (stdin closed, nothing
+    /// added, the step's limit): whether it outlived the limit too.
+    fn rerun_hangs(&mut self, r: &RunStep, kind: ProbeKind, rank: usize) -> Result<bool, String> {
+        let Some(prefix) = self.subject.profile.probe_argvs(kind).into_iter().nth(rank) else {
+            return Ok(false);
+        };
+        let suffix = if kind == ProbeKind::Destructive { "unconfirmed" } else { "plain" };
+        let again = RunStep {
+            name: format!("{}-{suffix}", r.name),
+            probe: Some(kind),
+            limit: r.limit.clone(),
+            ..RunStep::default()
+        };
+        let launch = Launch { prefix, rank: Some(rank + 1), from_kit: true, ..Launch::default() };
+        let ran = self.invoke(&again, launch)?;
+        Ok(ran.iter().any(|&i| self.observations[i].outcome.termination == Termination::TimedOut))
     }
 
     /// A step of stream probes: each read line by line, signalled after its `after_lines`
@@ -86,9 +156,6 @@ impl ScenarioState<'_> {
     fn run_streams(&mut self, r: &RunStep, kind: ProbeKind) -> Result<Vec<Finding>, String> {
         let subject = self.subject;
         let probes = subject.profile.stream_probes(kind);
-        if probes.is_empty() {
-            return Err(format!("the profile names no kit `{}` probes", kind.as_str()));
-        }
         let mut indices = Vec::new();
         let mut findings = Vec::new();
         for (n, probe) in probes.into_iter().enumerate() {

@@ -14,6 +14,7 @@ mod cleanup;
 mod continuation;
 mod invoke;
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -29,12 +30,14 @@ use crate::discover::Subject;
 use crate::exec::{self, Invocation, Program, Termination};
 use crate::observe::{self, Observation, StdoutProblem};
 use crate::outcome::FindingKind;
-use crate::outcome::{FailedCancel, Finding, Repro, SkipReason, StepRecord, millis};
+use crate::outcome::{
+    FailedCancel, Finding, Note, Repro, ReproCommand, SkipReason, StepRecord, millis,
+};
 use crate::prepare::SETUP_LIMIT;
 use crate::sandbox::{self, Sandbox};
 use crate::scenario::{
-    CONSTANT_SLACK, Expect, STARTUP, Scenario, ShellCommandStep, Step, Var, VerifyStep,
-    eval_duration, signal_by_name, walk_template,
+    CONSTANT_SLACK, EnvelopeRule, Expect, STARTUP, Scenario, ShellCommandStep, Step, Var,
+    VerifyStep, eval_duration, signal_by_name, walk_template,
 };
 
 /// Default bound on a step without calibration.
@@ -43,6 +46,47 @@ pub const DEFAULT_STEP_LIMIT: Duration = Duration::from_secs(30);
 pub const INCOMPLETE: i32 = 14;
 /// The fewest hops a continue loop without `max_hops` allows (see `continuation::hop_limit`).
 pub const DEFAULT_MAX_HOPS: u32 = 100;
+
+/// The scenario of the kit's `no_hang_stdin_closed`: a probe that hangs with stdin closed.
+pub const NO_HANG_CLOSED: &str = "read-probes-end-with-stdin-closed";
+/// The scenario of the kit's `no_hang_stdin_open`.
+pub const NO_HANG_OPEN: &str = "read-probes-end-with-stdin-open";
+/// The scenario of the kit's `dry_run_preview`: a preview that hangs on its own.
+pub const DRY_RUN_PREVIEWS: &str = "dry-run-previews";
+
+/// What decides where a probe run that outlived its limit is judged.
+#[derive(Debug, Clone, Copy)]
+pub struct HangFacts<'a> {
+    /// The run was a destructive probe's preview.
+    pub preview: bool,
+    /// (A preview.) The destructive probe, run unconfirmed with stdin closed, hangs too.
+    pub unconfirmed_hangs: bool,
+    /// The probe run the kit's first way (stdin closed, nothing added) hangs too; for a
+    /// preview, the preview so run.
+    pub plain_hangs: bool,
+    /// The run differed from the kit's first run only by an open, silent stdin.
+    pub open_stdin: bool,
+    /// The scenario of the run.
+    pub scenario: &'a str,
+}
+
+/// The scenario that judges a probe run that outlived its limit, in the kit's order: the kit
+/// runs a probe with stdin closed first and judges nothing else of it when that hangs
+/// ([`NO_HANG_CLOSED`]); then with stdin open ([`NO_HANG_OPEN`]), with NO_COLOR (the colour
+/// scenario itself), and previews a destructive probe last ([`DRY_RUN_PREVIEWS`]). A hang
+/// that only this scenario's way of running provokes is the scenario's own.
+pub fn hang_charge<'a>(facts: HangFacts<'a>) -> &'a str {
+    match facts {
+        HangFacts { preview: true, unconfirmed_hangs: true, .. } => NO_HANG_CLOSED,
+        HangFacts { preview: true, plain_hangs: true, .. } => DRY_RUN_PREVIEWS,
+        HangFacts { preview: false, plain_hangs: true, .. } => NO_HANG_CLOSED,
+        HangFacts { preview: false, open_stdin: true, .. } => NO_HANG_OPEN,
+        HangFacts { scenario, .. } => scenario,
+    }
+}
+
+/// The advisory note on a manifest answered bare.
+pub const BARE_MANIFEST_NOTE: &str = "the manifest command answers the manifest bare: conform accepts it (CONTRACT §2), the spec kit's manifest_valid and json_envelope refuse it (they want it as the data of an envelope)";
 
 /// What the steps of a scenario came to.
 #[derive(Debug, Default)]
@@ -57,6 +101,8 @@ pub struct StepsOutcome {
     pub skip: Option<SkipReason>,
     /// The clean-up's cancels that failed and matter ([`cleanup`]).
     pub failed_cancels: Vec<FailedCancel>,
+    /// Advisory notes of the steps (a choice the spec kit would judge otherwise).
+    pub notes: Vec<Note>,
 }
 
 /// Runs the scenario's steps in the prepared sandbox, then cancels every job they saw.
@@ -83,6 +129,8 @@ pub fn run_steps(
         step_role: BTreeMap::new(),
         current_role: None,
         profile_problem: None,
+        deferred_hangs: Vec::new(),
+        notes: RefCell::new(Vec::new()),
     };
     let mut outcome = StepsOutcome::default();
     for step in &scenario.steps {
@@ -105,6 +153,21 @@ pub fn run_steps(
             }
         }
     }
+    // Nothing of the scenario failed, but a hang the kit charges elsewhere kept some runs
+    // from a verdict: not a pass.
+    if outcome.findings.is_empty()
+        && outcome.harness_error.is_none()
+        && outcome.skip.is_none()
+        && !state.deferred_hangs.is_empty()
+    {
+        let runs = state.deferred_hangs.iter().map(|(run, _)| run.clone()).collect();
+        let mut scenarios: Vec<String> =
+            state.deferred_hangs.iter().map(|(_, s)| s.clone()).collect();
+        scenarios.sort();
+        scenarios.dedup();
+        outcome.skip = Some(SkipReason::HangJudgedElsewhere { runs, scenarios });
+    }
+    outcome.notes = state.notes.take();
     outcome.failed_cancels = state.clean_up();
     outcome.records = state.observations.iter().map(|o| o.record.clone()).collect();
     outcome
@@ -135,6 +198,11 @@ pub struct ScenarioState<'e> {
     /// Set when a step cannot be judged as the profile stands (an argument the tool refused
     /// or does not declare); the scenario then stops and is skipped with it.
     profile_problem: Option<SkipReason>,
+    /// The runs of `kit_hangs` steps that outlived their limit and are judged by another
+    /// scenario, with that scenario's id.
+    deferred_hangs: Vec<(String, String)>,
+    /// Advisory notes the judging gave (judging borrows the state immutably).
+    notes: RefCell<Vec<Note>>,
 }
 
 /// What the checks look at, resolved from the scenario's state before they run.
@@ -192,7 +260,7 @@ impl ScenarioState<'_> {
 
     /// Judges one observation against `expect`, with what its checks need resolved first.
     fn check_one(&self, expect: &Expect, obs: &Observation) -> Vec<Finding> {
-        let resolved = Resolved::new(
+        let mut resolved = Resolved::new(
             expect,
             obs,
             |t| self.text(t),
@@ -203,12 +271,20 @@ impl ScenarioState<'_> {
                 checks::locate_program(w, naming, &self.work, path.map(OsString::as_os_str))
             },
         );
+        resolved.manifest_command = self.ran_manifest_command(obs);
         let ctx = resolved.context(&self.observations, &self.last, self.calibrated());
         checks::check_one(expect, obs, &ctx)
     }
 }
 
 impl ScenarioState<'_> {
+    /// Whether the observation ran the tool with exactly the manifest command's arguments.
+    fn ran_manifest_command(&self, obs: &Observation) -> bool {
+        let ReproCommand::Argv(argv) = &obs.record.repro.command else { return false };
+        let tool = self.subject.tool.argv_at(&self.subject.tool.path).len();
+        argv.get(tool..).is_some_and(|words| words == self.subject.profile.manifest_args())
+    }
+
     fn var_text(&self, var: &Var) -> Option<String> {
         match var {
             Var::Calibration(name) if name == CONSTANT_SLACK => Some(millis(SLACK).to_string()),
@@ -390,6 +466,17 @@ impl ScenarioState<'_> {
         for (rank, &i) in indices.iter().enumerate() {
             let obs = &self.observations[i];
             findings.extend(self.check_one(expect_one, obs));
+            if expect.envelope == Some(EnvelopeRule::OrBareManifest)
+                && self.ran_manifest_command(obs)
+                && obs
+                    .response()
+                    .is_some_and(|r| r.get("ok").is_none() && r.get("commands").is_some())
+            {
+                let note = Note::Advisory(BARE_MANIFEST_NOTE.to_owned());
+                if !self.notes.borrow().contains(&note) {
+                    self.notes.borrow_mut().push(note);
+                }
+            }
             if let Some((other, theirs)) = paired {
                 let theirs = theirs.get(rank).and_then(|&t| self.observations.get(t));
                 let finding = match obs.response() {

@@ -299,18 +299,22 @@ fn kit_setup_prepares_the_sandbox_of_scenarios_that_run_probes() {
     let dir = tempfile::tempdir().unwrap();
     let profile = kit_setup_profile(dir.path(), "true");
     let log = dir.path().join("setup.log");
-    // A read-probe scenario gets the kit's setup only.
-    let report = run_only(dir.path(), &profile, "read-probes-end-with-stdin-closed");
-    assert_eq!(crate::support::status_of(&report, "read-probes-end-with-stdin-closed"), "pass");
-    assert_eq!(std::fs::read_to_string(&log).unwrap(), "kit\n");
+    // A scenario without kit probes gets no kit setup.
+    let report = run_only(dir.path(), &profile, "help-keeps-stdout-clean");
+    assert_eq!(crate::support::status_of(&report, "help-keeps-stdout-clean"), "pass");
+    assert!(!log.exists(), "{}", std::fs::read_to_string(&log).unwrap_or_default());
     // A destructive-probe scenario gets the kit's, then the probe's (its fixture copied first,
     // the tool's absolute path in CONFORM_TOOL).
     let report = run_only(dir.path(), &profile, "dry-run-previews");
     assert_eq!(crate::support::status_of(&report, "dry-run-previews"), "pass", "{report:#}");
     let tool = std::fs::canonicalize(crate::support::faketool()).unwrap();
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), format!("kit\nprobe {}\n", tool.display()));
+    // A scenario over every non-stream probe (`any`) runs the destructive one too: both again.
+    let report = run_only(dir.path(), &profile, "read-probes-end-with-stdin-closed");
+    assert_eq!(crate::support::status_of(&report, "read-probes-end-with-stdin-closed"), "pass");
     assert_eq!(
         std::fs::read_to_string(&log).unwrap(),
-        format!("kit\nkit\nprobe {}\n", tool.display())
+        format!("kit\nprobe {0}\nkit\nprobe {0}\n", tool.display())
     );
 }
 
