@@ -92,6 +92,8 @@ impl Calibration {
             "calibrated" => self.duration,
             "budget" => self.budget(),
             "half_budget" => self.budget() / 2,
+            // An environment value is no expression: `2 * {budget}` has to be a variable there.
+            "double_budget" => self.budget() * 2,
             "long_budget" => self.duration * 3 + Duration::from_secs(2),
             "cadence" => self.cadence(),
             "slack" => SLACK,

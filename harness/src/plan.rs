@@ -79,7 +79,14 @@ pub fn skip_with_manifest(
             return Some(SkipReason::NotApplicable { needs, role });
         }
     }
-    let owned = |paths: Vec<&str>| paths.into_iter().map(str::to_owned).collect::<Vec<_>>();
+    // Candidates to name: the vendor's commands, not the framework's built-ins.
+    let owned = |paths: Vec<&str>| {
+        paths
+            .into_iter()
+            .filter(|p| commands.by_path.get(*p).is_none_or(|info| !info.builtin))
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
     match static_skip(s, profile) {
         Some(SkipReason::MissingRoles { roles, profile, .. }) => {
             let candidates = roles

@@ -923,8 +923,16 @@ impl Scenario {
 }
 
 /// The calibration variables (see the manual for how each is derived).
-pub const CALIBRATION_VARS: [&str; 7] =
-    ["calibrated", "budget", "half_budget", "long_budget", "cadence", "slack", "startup"];
+pub const CALIBRATION_VARS: [&str; 8] = [
+    "calibrated",
+    "budget",
+    "half_budget",
+    "double_budget",
+    "long_budget",
+    "cadence",
+    "slack",
+    "startup",
+];
 
 /// The duration variable that needs no calibration: the margin on timing checks.
 pub const CONSTANT_SLACK: &str = "slack";
@@ -934,7 +942,7 @@ pub const CONSTANT_SLACK: &str = "slack";
 pub const STARTUP: &str = "startup";
 
 /// The variables that only make sense for work long enough to interrupt.
-pub const INTERRUPTION_VARS: [&str; 2] = ["budget", "half_budget"];
+pub const INTERRUPTION_VARS: [&str; 3] = ["budget", "half_budget", "double_budget"];
 
 /// A reference inside `{...}` in a template.
 #[derive(Debug, Clone, PartialEq, Eq)]

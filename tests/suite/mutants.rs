@@ -57,6 +57,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "fixtures_paths.rs"]
+mod fixtures_paths;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -65,6 +68,7 @@ use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use conform_workspace::{workspace_bin, workspace_root};
+use fixtures_paths::absolute_fixtures;
 use libtest_mimic::{Arguments, Failed, Trial};
 use reftool::mutants::{MUTANT_ENV, Mutant};
 
@@ -398,28 +402,6 @@ fn write_profile(row: &Row, dir: &Path) -> PathBuf {
     let path = dir.join("conform.toml");
     std::fs::write(&path, toml::to_string(&profile).unwrap()).unwrap();
     path
-}
-
-/// Makes every `fixtures` list of the profile (roles', kit probes', the argument order's) name
-/// absolute paths, wherever it sits.
-fn absolute_fixtures(table: &mut toml::Table, base: &Path) {
-    for (key, value) in table.iter_mut() {
-        match value {
-            toml::Value::Array(items) if key == "fixtures" => {
-                for fixture in items.iter_mut() {
-                    let absolute = base.join(fixture.as_str().unwrap());
-                    *fixture = absolute.to_str().unwrap().into();
-                }
-            }
-            toml::Value::Table(inner) => absolute_fixtures(inner, base),
-            toml::Value::Array(items) => {
-                for inner in items.iter_mut().filter_map(toml::Value::as_table_mut) {
-                    absolute_fixtures(inner, base);
-                }
-            }
-            _ => {}
-        }
-    }
 }
 
 /// Runs conform on one row and parses its JSON report.

@@ -12,6 +12,8 @@ use conform_workspace::{workspace_bin, workspace_root};
 use reftool::mutants::{MUTANT_ENV, Mutant};
 use serde_json::Value;
 
+use crate::fixtures_paths::absolute_fixtures;
+
 /// Quick scenarios whose responses name the tool's path (`continue_command`, `cancel_command`)
 /// and the sandbox's.
 const SCENARIOS: [&str; 3] =
@@ -32,25 +34,6 @@ fn profile_in(dir: &Path, mutant: Option<Mutant>) -> PathBuf {
     let path = dir.join("conform.toml");
     std::fs::write(&path, toml::to_string(&profile).unwrap()).unwrap();
     path
-}
-
-fn absolute_fixtures(table: &mut toml::Table, base: &Path) {
-    for (key, value) in table.iter_mut() {
-        match value {
-            toml::Value::Array(items) if key == "fixtures" => {
-                for fixture in items.iter_mut() {
-                    *fixture = base.join(fixture.as_str().unwrap()).to_str().unwrap().into();
-                }
-            }
-            toml::Value::Table(inner) => absolute_fixtures(inner, base),
-            toml::Value::Array(items) => {
-                for inner in items.iter_mut().filter_map(toml::Value::as_table_mut) {
-                    absolute_fixtures(inner, base);
-                }
-            }
-            _ => {}
-        }
-    }
 }
 
 /// A copy of reftool at `dir/<sub>/reftool`.

@@ -39,6 +39,13 @@ fn findings_of<'a>(report: &'a serde_json::Value, id: &str) -> Vec<&'a str> {
         .unwrap_or_default()
 }
 
+/// The skip reason of a scenario in a JSON report.
+fn reason_of(report: &serde_json::Value, id: &str) -> String {
+    let scenarios = report["data"]["scenarios"].as_array().unwrap();
+    let scenario = scenarios.iter().find(|s| s["id"] == id).unwrap();
+    scenario["reason"].as_str().unwrap().to_owned()
+}
+
 #[test]
 fn without_a_profile_the_quick_checks_run_and_pass() {
     let (code, report) = run_json(&["-j", "3"], None);
@@ -55,26 +62,10 @@ fn without_a_profile_the_quick_checks_run_and_pass() {
         assert_eq!(status_of(&report, id), "pass", "{id}: {report:#}");
     }
     assert_eq!(status_of(&report, "detach-hands-off-running"), "skip");
-    let reason = report["data"]["scenarios"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["id"] == "detach-hands-off-running")
-        .unwrap()["reason"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let reason = reason_of(&report, "detach-hands-off-running");
     // The fake tool has no `detach: true` command, so no profile could fill the role.
     assert!(reason.starts_with("not applicable: no command of the manifest declares"), "{reason}");
-    let reason = report["data"]["scenarios"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["id"] == "killed-reader-resumes-from-its-checkpoint")
-        .unwrap()["reason"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let reason = reason_of(&report, "killed-reader-resumes-from-its-checkpoint");
     // Its resumable `count` could be the `resume_reader`: a gap in the (missing) profile.
     assert!(
         reason.starts_with(
