@@ -306,7 +306,12 @@ fn rows() -> Vec<Row> {
         targets: reftool_targets(*m),
         unstable: reftool_unstable(*m),
     }));
-    rows.push(Row { tool: Tool::Pyagent, fault: None, targets: &[], unstable: &[] });
+    rows.push(Row {
+        tool: Tool::Pyagent,
+        fault: None,
+        targets: &[],
+        unstable: PYAGENT_LOAD_FLAKES,
+    });
     rows.extend(PYAGENT_FAULTS.iter().map(|(fault, targets)| Row {
         tool: Tool::Pyagent,
         fault: Some(fault),
@@ -315,6 +320,12 @@ fn rows() -> Vec<Row> {
     }));
     rows
 }
+
+/// Scenarios the correct pyagent fails only on a loaded machine: `cancelled-invocation-starts-fresh`
+/// compares the restarted job's progress with the cancelled one's, and when Python start-ups
+/// under the matrix's load eat the first call's whole budget both are 0 (the scenario needs a
+/// "premise not met" skip; see the note of issue 13). reftool's row keeps it judged.
+const PYAGENT_LOAD_FLAKES: &[&str] = &["cancelled-invocation-starts-fresh"];
 
 /// Scenarios a pyagent fault fails only now and then (kept out of its row's "failed" column):
 /// `progress-backwards` restarts a resumed writer's count, which the writer's scenario sees only
