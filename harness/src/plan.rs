@@ -210,14 +210,18 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_missing_role_names_the_commands_that_could_fill_it() {
-        let manifest = json!({"commands": {
+    /// A manifest with one detaching command (`analyze`) and one plain (`convert`).
+    fn one_detaching() -> Commands {
+        commands(json!({"commands": {
             "analyze": {"interruption": {"detach": true, "resume": true}},
             "convert": {}
-        }});
+        }}))
+    }
+
+    #[test]
+    fn a_missing_role_names_the_commands_that_could_fill_it() {
         let s = scenario("roles = [\"detach\"]", "");
-        let reason = skip_with_manifest(&s, &profile(""), &commands(manifest)).expect("a skip");
+        let reason = skip_with_manifest(&s, &profile(""), &one_detaching()).expect("a skip");
         assert_eq!(reason.missing_roles(), ["detach"]);
         assert_eq!(
             reason.to_string(),
@@ -227,14 +231,10 @@ mod tests {
 
     #[test]
     fn a_role_on_a_command_without_the_declaration_says_so() {
-        let manifest = json!({"commands": {
-            "analyze": {"interruption": {"detach": true, "resume": true}},
-            "convert": {}
-        }});
         let s = scenario("roles = [\"detach\"]", "");
         let on_convert = profile("[roles.detach]\nargv = [\"convert\", \"big.csv\"]\n");
         assert_eq!(
-            skip_with_manifest(&s, &on_convert, &commands(manifest.clone()))
+            skip_with_manifest(&s, &on_convert, &one_detaching())
                 .map(|r| r.to_string()),
             Some(
                 "the `detach` role runs `convert`, which does not declare `interruption` with `detach: true`; point it at `analyze`"
@@ -242,6 +242,6 @@ mod tests {
             )
         );
         let on_analyze = profile("[roles.detach]\nargv = [\"analyze\", \"big.csv\"]\n");
-        assert_eq!(skip_with_manifest(&s, &on_analyze, &commands(manifest)), None);
+        assert_eq!(skip_with_manifest(&s, &on_analyze, &one_detaching()), None);
     }
 }

@@ -15,49 +15,29 @@ pub struct Topic {
     pub text: &'static str,
 }
 
+/// `name: summary` pairs as [`Topic`]s, each text the file `harness/docs/<name>.md`: one name
+/// for the command word and the file, so the two cannot drift apart.
+macro_rules! topics {
+    ($($name:literal: $summary:literal,)*) => {
+        &[$(Topic {
+            name: $name,
+            summary: $summary,
+            text: include_str!(concat!("../../docs/", $name, ".md")),
+        },)*]
+    };
+}
+
 /// The topics, in the order of the crate docs.
-pub const TOPICS: &[Topic] = &[
-    Topic {
-        name: "running",
-        summary: "the commands and their options, exit codes, interruption",
-        text: include_str!("../../docs/running.md"),
-    },
-    Topic {
-        name: "stages",
-        summary: "how a run goes, one module per stage",
-        text: include_str!("../../docs/stages.md"),
-    },
-    Topic {
-        name: "levels",
-        summary: "the spec's level claims and the kit's checks",
-        text: include_str!("../../docs/levels.md"),
-    },
-    Topic {
-        name: "profile",
-        summary: "conform.toml: roles, kit probes, the kit's JSON profile",
-        text: include_str!("../../docs/profile.md"),
-    },
-    Topic {
-        name: "scenarios",
-        summary: "the scenario format: steps and their fields, argument placements",
-        text: include_str!("../../docs/scenarios.md"),
-    },
-    Topic {
-        name: "templates",
-        summary: "templates, duration expressions and calibration variables",
-        text: include_str!("../../docs/templates.md"),
-    },
-    Topic {
-        name: "checks",
-        summary: "the checks of `expect` and the findings they give",
-        text: include_str!("../../docs/checks.md"),
-    },
-    Topic {
-        name: "redaction",
-        summary: "how responses are normalized before they are compared",
-        text: include_str!("../../docs/redaction.md"),
-    },
-];
+pub const TOPICS: &[Topic] = topics! {
+    "running": "the commands and their options, exit codes, interruption",
+    "stages": "how a run goes, one module per stage",
+    "levels": "the spec's level claims and the kit's checks",
+    "profile": "conform.toml: roles, kit probes, the kit's JSON profile",
+    "scenarios": "the scenario format: steps and their fields, argument placements",
+    "templates": "templates, duration expressions and calibration variables",
+    "checks": "the checks of `expect` and the findings they give",
+    "redaction": "how responses are normalized before they are compared",
+};
 
 /// The topic of this name.
 pub fn topic(name: &str) -> Option<&'static Topic> {
