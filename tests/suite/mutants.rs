@@ -12,21 +12,20 @@
 //!   correct and with each of its faults (`PYAGENT_FAULT`,
 //!   `tests/fixtures/tools/pyagent/README.md`).
 //!
-//! A mutant's row asserts that the scenarios this file names as its target fail (a pyagent
-//! target its profile skips is let through, a reftool one is not: reftool runs the whole
-//! catalogue); a correct tool's row, that nothing fails (pyagent: exactly
-//! [`PYAGENT_KNOWN_FAILURES`]). The rows come from `Mutant::ALL` and [`PYAGENT_FAULTS`], so
-//! this target has its own test harness (libtest-mimic, `harness = false`) that lists one test
-//! per row; a new mutant is a new test.
+//! A fault's row runs the scenarios this file names as its targets and asserts that they fail
+//! (a pyagent target its profile skips is let through, a reftool one is not: reftool's profile
+//! fills every role); a correct tool's row runs the whole catalogue and asserts that nothing
+//! fails (pyagent: exactly [`PYAGENT_KNOWN_FAILURES`]). The rows come from `Mutant::ALL` and
+//! [`PYAGENT_FAULTS`], so this target has its own test harness (libtest-mimic,
+//! `harness = false`) that lists one test per row; a new mutant is a new test.
 //!
-//! Each row keeps its line of the matrix (tool, mutant, target, every scenario that failed) as
-//! an insta snapshot, `snapshots/mutants__<tool>__<row>.snap`: a scenario that goes blind, or a
-//! mutant that starts failing unrelated scenarios, shows up there in review (`cargo insta
-//! review`, or `INSTA_UPDATE=always` to accept). One more test, [`COVERAGE_TEST`], runs no
-//! tool: it checks that every scenario `conform list` gives is the target of at least one
-//! reftool mutant and that every target is a scenario, and keeps the scenario → mutants table
-//! (with the notes on the verdicts left out as unstable) as the snapshot
-//! `snapshots/mutants__coverage.snap`.
+//! The correct rows keep their line of the matrix (tool, every scenario that failed) as an
+//! insta snapshot, `snapshots/mutants__<tool>__correct.snap`. What else a fault fails beside
+//! its targets (how many headlines one fault gets) is for review: `CONFORM_MATRIX=whole` runs
+//! the whole catalogue under every fault and prints each row with all it failed. One more
+//! test, [`COVERAGE_TEST`], runs no tool: it checks that every scenario `conform list` gives
+//! is the target of at least one reftool mutant and that every target is a scenario, and keeps
+//! the scenario → mutants table as the snapshot `snapshots/mutants__coverage.snap`.
 //!
 //! # Running rows
 //!
@@ -51,9 +50,10 @@
 //!
 //! # Cost
 //!
-//! A reftool row runs the whole catalogue, 10–20 s, mostly sleeping in paced work
-//! (`reftool::dead_worker_looks_alive` far longer); a pyagent fault's row runs only its
-//! targets, the correct pyagent's the whole catalogue (about 30 s of Python start-ups).
+//! A fault's row calibrates the roles its targets use and runs them: seconds, mostly sleeping
+//! in paced work (`reftool::dead_worker_looks_alive` longer, sitting out a `job wait`). The
+//! correct rows run the whole catalogue: reftool's about 20 s at `-j 8`, pyagent's about a
+//! minute of Python start-ups.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -81,6 +81,15 @@ const PYAGENT_CONFORM_JOBS: &str = "4";
 /// A bound on one conform run; conform bounds every step itself, this only keeps a broken
 /// harness from hanging the test.
 const RUN_LIMIT: Duration = Duration::from_secs(300);
+/// Set to `whole` to run the whole catalogue under every fault too, and print each fault's
+/// row with everything it failed (the targets are still asserted; only the correct rows and
+/// the coverage table are snapshots).
+const WHOLE_MATRIX_ENV: &str = "CONFORM_MATRIX";
+
+fn whole_matrix() -> bool {
+    std::env::var(WHOLE_MATRIX_ENV).is_ok_and(|v| v == "whole")
+}
+
 /// conform's exit codes (harness/src/exit.rs): every `must` passed, or not conformant.
 const CONFORM_PASSED: i32 = 0;
 const CONFORM_NOT_CONFORMANT: i32 = 80;
@@ -150,9 +159,6 @@ struct Row {
     tool: Tool,
     fault: Option<&'static str>,
     targets: &'static [&'static str],
-    /// Scenarios that this fault fails in some runs and not in others (timing): left out of
-    /// the snapshot's "failed" column, listed under it instead.
-    unstable: &'static [&'static str],
 }
 
 /// The scenarios each reftool mutant is meant to fail. An exhaustive match: a new mutant does
@@ -253,32 +259,6 @@ fn reftool_targets(mutant: Mutant) -> &'static [&'static str] {
     }
 }
 
-/// Scenarios whose verdict under a reftool mutant depends on timing, so the snapshot leaves
-/// them out (each observed both ways in repeated runs of the matrix).
-fn reftool_unstable(mutant: Mutant) -> &'static [&'static str] {
-    match mutant {
-        // A step that shares its pipes with a worker ends only when the work does, or at
-        // conform's limit: whether a later timing or equality check still holds varies.
-        Mutant::WorkerHoldsCallerPipes => &[
-            "cancel-stops-the-job",
-            "continue-command-is-shell-ready",
-            "dead-worker-is-job-lost",
-            "job-ids-are-not-guessable",
-            "job-status-never-waits",
-        ],
-        // Without the env budget, four "identical" calls each run the whole work (30 s
-        // default budget); whether they still share one job depends on who claims first.
-        Mutant::EnvBudgetIgnored => &["identical-invocations-share-one-job"],
-        _ => &[],
-    }
-}
-
-/// Scenarios that fail now and then against reftool under the matrix's load whatever the
-/// mutant (seen under mutants that touch nothing they check): left out of every row's
-/// "failed" column unless the row targets them. A finding about the scenario, kept visible
-/// in the snapshot's notes.
-const FLAKY_UNDER_LOAD: &[&str] = &["identical-invocations-share-one-job"];
-
 /// pyagent's faults and the scenario each is meant to fail (its README's table).
 const PYAGENT_FAULTS: &[(&str, &[&str])] = &[
     ("exit-zero-incomplete", &["budget-flag-exits-14-within-budget"]),
@@ -299,45 +279,19 @@ const PYAGENT_FAULTS: &[(&str, &[&str])] = &[
 const PYAGENT_KNOWN_FAILURES: &[(&str, &str)] = &[];
 
 fn rows() -> Vec<Row> {
-    let mut rows = vec![Row { tool: Tool::Reftool, fault: None, targets: &[], unstable: &[] }];
+    let mut rows = vec![Row { tool: Tool::Reftool, fault: None, targets: &[] }];
     rows.extend(Mutant::ALL.iter().map(|m| Row {
         tool: Tool::Reftool,
         fault: Some(m.name()),
         targets: reftool_targets(*m),
-        unstable: reftool_unstable(*m),
     }));
-    rows.push(Row {
-        tool: Tool::Pyagent,
-        fault: None,
-        targets: &[],
-        unstable: PYAGENT_LOAD_FLAKES,
-    });
+    rows.push(Row { tool: Tool::Pyagent, fault: None, targets: &[] });
     rows.extend(PYAGENT_FAULTS.iter().map(|(fault, targets)| Row {
         tool: Tool::Pyagent,
         fault: Some(fault),
         targets,
-        unstable: pyagent_unstable(fault),
     }));
     rows
-}
-
-/// Scenarios the correct pyagent fails only on a loaded machine: `cancelled-invocation-starts-fresh`
-/// compares the restarted job's progress with the cancelled one's, and when Python start-ups
-/// under the matrix's load eat the first call's whole budget both are 0 (the scenario needs a
-/// "premise not met" skip; see the note of issue 13). reftool's row keeps it judged.
-const PYAGENT_LOAD_FLAKES: &[&str] = &["cancelled-invocation-starts-fresh"];
-
-/// Scenarios a pyagent fault fails only now and then (kept out of its row's "failed" column):
-/// `progress-backwards` restarts a resumed writer's count, which the writer's scenario sees only
-/// when a continuation pauses again after the restart; three rows at once on two cores let the
-/// resumed `load` finish in one hop often enough to make it a coin toss (its reader twin,
-/// `progress-never-decreases`, and reftool's `progress-restarts-on-resume` catch the rule every
-/// time).
-fn pyagent_unstable(fault: &str) -> &'static [&'static str] {
-    match fault {
-        "progress-backwards" => &["resumed-writer-progress-never-decreases"],
-        _ => &[],
-    }
 }
 
 impl Row {
@@ -361,14 +315,17 @@ impl Row {
         }
     }
 
-    /// The scenarios a run is limited to (`--only`): none for reftool and for the correct
-    /// tools (the whole catalogue), the targets for a pyagent fault. pyagent's run of the
-    /// catalogue costs about 30 s of Python start-ups and its timing scenarios suffer under
-    /// load, so its faults are checked where they are meant to be caught; the correct pyagent
-    /// still runs everything.
+    /// The scenarios a run is limited to (`--only`): a fault's targets, and nothing (the whole
+    /// catalogue) for a correct tool or when [`WHOLE_MATRIX_ENV`] asks for the whole matrix.
+    ///
+    /// A fault's row proves that its targets can fail; the correct rows prove that nothing
+    /// fails on a correct tool. What else a fault fails (one fault, how many headlines) is
+    /// review material, not a property of the catalogue: running the whole catalogue under
+    /// each of some eighty faults cost most of CI's half hour on two cores, and its collateral
+    /// verdicts, timing under that load, flapped from run to run.
     fn only_targets(&self) -> &'static [&'static str] {
-        match (self.tool, self.fault) {
-            (Tool::Pyagent, Some(_)) => self.targets,
+        match self.fault {
+            Some(_) if !whole_matrix() => self.targets,
             _ => &[],
         }
     }
@@ -513,10 +470,14 @@ fn check_row(row: &Row) -> Result<(), Failed> {
             let _ = writeln!(stdout, "  skipped {id}: {reason}");
         }
     }
-    // insta panics on a difference (after printing it, and writing `.snap.new` off CI); the
-    // row's own problems are reported with it, not hidden by it.
+    // A correct tool's line is a snapshot (what it fails);
+    // a fault's row asserts its targets, its line is the record. insta panics on a
+    // difference (after printing it, and writing `.snap.new` off CI); the row's own problems
+    // are reported with it, not hidden by it.
     let snapshot = std::panic::catch_unwind(|| {
-        insta::assert_snapshot!(row.snapshot_name(), line);
+        if row.fault.is_none() {
+            insta::assert_snapshot!(row.snapshot_name(), line);
+        }
     });
     let mut failures = problems;
     if snapshot.is_err() {
@@ -578,14 +539,9 @@ fn row_problems(row: &Row, outcome: &Outcome) -> Vec<String> {
 }
 
 /// The row's line of the matrix, a Markdown table row: tool, mutant, target, and every
-/// scenario that failed except those whose verdict varies from run to run.
+/// scenario that failed.
 fn render_row(row: &Row, outcome: &Outcome) -> String {
-    let failed: Vec<String> = outcome
-        .failed()
-        .into_iter()
-        .filter(|id| !row.unstable.contains(&id.as_str()))
-        .filter(|id| row.targets.contains(&id.as_str()) || !FLAKY_UNDER_LOAD.contains(&id.as_str()))
-        .collect();
+    let failed: Vec<String> = outcome.failed().into_iter().collect();
     format!(
         "| {} | {} | {} | {} |",
         row.tool.name(),
@@ -627,21 +583,9 @@ fn check_coverage() -> Result<(), Failed> {
                 problems
                     .push(format!("{} targets {target}, which conform does not list", row.label()));
             }
-            if row.unstable.contains(target) {
-                problems.push(format!("{}: its target {target} cannot be unstable", row.label()));
-            }
-        }
-        for scenario in row.unstable {
-            if !catalogue.contains(*scenario) {
-                problems.push(format!(
-                    "{} allows {scenario} to vary, which conform does not list",
-                    row.label()
-                ));
-            }
         }
     }
-    let allowed = FLAKY_UNDER_LOAD.iter().chain(PYAGENT_KNOWN_FAILURES.iter().map(|(id, _)| id));
-    for scenario in allowed {
+    for (scenario, _) in PYAGENT_KNOWN_FAILURES {
         if !catalogue.contains(*scenario) {
             problems.push(format!("{scenario} is allowed to fail, but conform does not list it"));
         }
@@ -666,22 +610,10 @@ fn check_coverage() -> Result<(), Failed> {
     if problems.is_empty() { Ok(()) } else { Err(problems.join("\n").into()) }
 }
 
-/// The verdicts the rows leave out as unstable, then each scenario with the reftool mutants
-/// that target it.
+/// Each scenario with the reftool mutants that target it.
 fn render_coverage(rows: &[Row], catalogue: &BTreeSet<String>) -> String {
     let mut out = String::new();
-    out.push_str("Left out of the \"failed\" column: verdicts that vary from run to run.\n\n");
-    let _ = writeln!(out, "- every row that does not target it: {}", FLAKY_UNDER_LOAD.join(", "));
-    for row in rows.iter().filter(|row| !row.unstable.is_empty()) {
-        let _ = writeln!(
-            out,
-            "- {} {}: {}",
-            row.tool.name(),
-            row.fault.unwrap_or("(none)"),
-            row.unstable.join(", ")
-        );
-    }
-    out.push_str("\n| scenario | caught by (reftool mutants targeting it) |\n|---|---|\n");
+    out.push_str("| scenario | caught by (reftool mutants targeting it) |\n|---|---|\n");
     for scenario in catalogue {
         let catchers: Vec<&str> = rows
             .iter()
