@@ -171,6 +171,11 @@ pub struct RunArgs {
     /// Keep each scenario's sandbox directory (their paths go to stderr).
     #[arg(long)]
     pub keep_sandboxes: bool,
+    /// Count a failed `should` scenario against conformance too (exit 80), for a strict CI
+    /// gate; the profile's `[gate] strict = true` says the same. The spec's level claims stay
+    /// as the spec judges them.
+    #[arg(long)]
+    pub strict: bool,
 }
 
 /// `--format`.
@@ -377,6 +382,7 @@ fn run_command(args: &RunArgs, started: Instant) -> Result<u8, ArgError> {
     if let Err(e) = crate::interrupt::install() {
         eprintln!("conform: warning: {e}; an interrupted run may leave processes behind");
     }
+    let strict = args.strict || profile.file.gate.strict;
     let subject_tool = crate::tool::Tool { path: tool.clone(), leading_args };
     let engine = Engine::for_tool(subject_tool, profile, args.keep_sandboxes);
     let stream = EventStream::start(reporters);
@@ -436,6 +442,7 @@ fn run_command(args: &RunArgs, started: Instant) -> Result<u8, ArgError> {
         duration_ms: millis(started.elapsed()),
         interrupted,
         interruption_declared: engine.declares(Declaration::Interruption),
+        strict,
     };
     let summary = RunSummary::compute(&results, &facts);
     let code = summary.exit_code;

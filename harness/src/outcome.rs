@@ -121,6 +121,16 @@ pub enum SkipReason {
         /// The role.
         role: String,
     },
+    /// A step's response did not show what the criterion presupposes (the job still running
+    /// at the second look, progress made before a comparison): on this run, on this machine,
+    /// the criterion could not be judged. Not a verdict; a rerun (or a role with more work)
+    /// may judge it.
+    PremiseNotMet {
+        /// The step whose response missed the premise.
+        step: String,
+        /// What the premise asked and what the step showed (the first unmet check).
+        why: String,
+    },
     /// Probe runs outlived their limit, and the spec kit charges such a hang to other
     /// scenarios' checks alone; nothing else of this scenario failed.
     HangJudgedElsewhere {
@@ -226,6 +236,10 @@ impl fmt::Display for SkipReason {
             SkipReason::NoInputFile { role } => write!(
                 f,
                 "no word of role `{role}`'s argv names a file in the sandbox, so the scenario cannot change its input"
+            ),
+            SkipReason::PremiseNotMet { step, why } => write!(
+                f,
+                "premise not met at step `{step}` ({why}), so the criterion could not be judged on this run; a role with more work gives it room"
             ),
             SkipReason::HangJudgedElsewhere { runs, scenarios } => {
                 let list = |v: &[String]| {
@@ -914,6 +928,14 @@ impl ScenarioResult {
     /// Whether this result makes the run not conformant (see the module docs).
     pub fn counts_against_conformance(&self) -> bool {
         self.level == Obligation::Must && self.status == Status::Fail && !self.is_expected_failure()
+    }
+
+    /// Whether this result fails a strict run (`--strict`): a `should` that failed and that
+    /// no baseline expected.
+    pub fn fails_the_strict_gate(&self) -> bool {
+        self.level == Obligation::Should
+            && self.status == Status::Fail
+            && !self.is_expected_failure()
     }
 
     /// Whether a baseline expected this failure.

@@ -35,6 +35,20 @@ pub struct ProfileFile {
     /// The spec kit's probes.
     #[serde(default)]
     pub kit: Kit,
+    /// How a run's results decide conform's exit code.
+    #[serde(default)]
+    pub gate: Gate,
+}
+
+/// `[gate]`: the vendor's gate on top of the spec's levels.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Gate {
+    /// A `should` scenario that fails makes the run not conformant (exit 80), as a `must`
+    /// does; `conform run --strict` says the same for one run. The spec's level claims are
+    /// judged as the spec says either way.
+    #[serde(default)]
+    pub strict: bool,
 }
 
 /// `[tool]`.

@@ -234,6 +234,13 @@ pub struct RunStep {
     /// after it. Default: generous, derived from the calibration when there is one.
     #[serde(default)]
     pub limit: Option<String>,
+    /// What this step's response must show for the criterion to be judged at all (the job
+    /// still running, some progress made): checked before `expect`; when it does not hold,
+    /// the scenario stops, skipped as its premise not met, naming the step and what it saw.
+    /// For what a loaded machine can stretch (a job that ended before the next call), never
+    /// for what the criterion itself asserts.
+    #[serde(default)]
+    pub premise: Option<Expect>,
     /// What must hold.
     #[serde(default)]
     pub expect: Expect,
@@ -385,6 +392,13 @@ pub struct ShellStep {
     /// conform's bound on each hop (duration expression).
     #[serde(default)]
     pub limit: Option<String>,
+    /// What this step's (last) response must show for the criterion to be judged at all (the job
+    /// still running, some progress made): checked before `expect`; when it does not hold,
+    /// the scenario stops, skipped as its premise not met, naming the step and what it saw.
+    /// For what a loaded machine can stretch (a job that ended before the next call), never
+    /// for what the criterion itself asserts.
+    #[serde(default)]
+    pub premise: Option<Expect>,
     /// What must hold (of the last response; `progress_monotonic` and `same` see all).
     #[serde(default)]
     pub expect: Expect,

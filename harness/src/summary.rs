@@ -31,6 +31,10 @@ pub struct RunFacts<'a> {
     /// Whether some command of the manifest declares `interruption` (`None`: no manifest was
     /// read); with `Some(false)` §79's claim is not applicable.
     pub interruption_declared: Option<bool>,
+    /// The strict gate (`--strict`, the profile's `[gate] strict`): a `should` scenario that
+    /// failed unexpectedly makes the run not conformant too. The spec's level claims do not
+    /// change: they are the spec's, this is the vendor's gate.
+    pub strict: bool,
 }
 
 /// A verdict over a group of scenarios (a requirement, a level).
@@ -160,6 +164,10 @@ pub struct RunSummary {
     pub baseline: BaselineSummary,
     /// Whether no scenario counts against conformance.
     pub conformant: bool,
+    /// Whether the strict gate was on: a `should` that failed counted like a `must`
+    /// ([`RunFacts::strict`]).
+    #[serde(default)]
+    pub strict: bool,
     /// conform's exit code for this run (see `exit`).
     pub exit_code: u8,
     /// Wall-clock time of the run.
@@ -179,6 +187,7 @@ impl RunSummary {
             duration_ms,
             interrupted,
             interruption_declared,
+            strict,
         } = *facts;
         // Coverage is read off the results: the roles whose absence skipped a scenario.
         let roles_missing: Vec<String> = results
@@ -243,6 +252,7 @@ impl RunSummary {
             .collect();
         let conformant = !results.iter().any(|r| {
             r.counts_against_conformance()
+                || (strict && r.fails_the_strict_gate())
                 || (r.level == Obligation::Must
                     && matches!(r.status, Status::Error { .. })
                     && !r.is_expected_failure())
@@ -261,12 +271,18 @@ impl RunSummary {
             },
             baseline,
             conformant,
+            strict,
             exit_code: 0,
             duration_ms,
             interrupted,
         };
         summary.exit_code = exit_code(&summary);
         summary
+    }
+
+    /// Whether a scenario of this obligation failed (not counting expected failures).
+    pub fn failed_at(&self, level: Obligation) -> bool {
+        self.levels.iter().any(|l| l.level == level && l.counts.fail > 0)
     }
 
     /// Whether the baseline made the run fail (an unexpected failure or a stale entry).
@@ -277,8 +293,9 @@ impl RunSummary {
 
 /// conform's exit code for a finished run (the order is in [`crate::exit`]'s docs).
 fn exit_code(summary: &RunSummary) -> u8 {
-    let must_failed =
-        summary.levels.iter().any(|l| l.level == Obligation::Must && l.counts.fail > 0);
+    // The strict gate counts a failed `should` as a failed `must`.
+    let must_failed = summary.failed_at(Obligation::Must)
+        || (summary.strict && summary.failed_at(Obligation::Should));
     // An interrupted run says so first: its verdicts cover only what finished.
     if summary.interrupted {
         exit::INTERRUPTED

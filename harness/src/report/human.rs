@@ -8,6 +8,7 @@ use crate::event::{Event, ReportError, Reporter};
 use crate::exit;
 use crate::levels::{Claim, ClaimVerdict, KitCheckVerdict, KitStatus};
 use crate::outcome::{BaselineMark, Note, ScenarioResult, Status, StepRecord};
+use crate::scenario::Obligation;
 use crate::summary::Verdict;
 
 /// How many lines of a step's stderr the failure section shows.
@@ -411,6 +412,9 @@ fn render_summary(out: &mut String, p: Paint, report: &RunReport) {
             s.coverage.run + s.coverage.skipped
         )),
         exit::SUCCESS => p.green("CONFORMANT"),
+        exit::NOT_CONFORMANT if !s.failed_at(Obligation::Must) => {
+            p.red("NOT CONFORMANT under the strict gate (a `should` failed)")
+        }
         exit::NOT_CONFORMANT => p.red("NOT CONFORMANT"),
         exit::BASELINE_MISMATCH => p.red("CONFORMANT, BUT THE BASELINE DOES NOT MATCH"),
         exit::INTERRUPTED => p.red("INTERRUPTED: a partial report of what finished"),

@@ -69,6 +69,7 @@ pub fn data(report: &RunReport) -> Value {
         "conform_version": env!("CARGO_PKG_VERSION"),
         "jobs": report.info.jobs,
         "conformant": s.conformant,
+        "strict": s.strict,
         "counts": s.counts,
         "levels": s.levels,
         "requirements": s.requirements,

@@ -79,7 +79,7 @@ impl ScenarioState<'_> {
             self.step_role.insert(c.name.clone(), role.clone());
             self.current_role = role;
             self.last.insert(c.name.clone(), last);
-            return Ok(self.judge(&c.name, &c.expect, &[last]));
+            return Ok(self.judge_step(&c.name, c.premise.as_ref(), &c.expect, &[last]));
         }
         let mut line = match self.command_from(&c.name, &c.from, "/data/continue_command") {
             Ok(l) => l,
@@ -97,6 +97,9 @@ impl ScenarioState<'_> {
             let i = self.record(&c.name, format!("{}#{hop}", c.name), &inv, outcome);
             indices.push(i);
             if self.observations[i].exit_code() != Some(INCOMPLETE) {
+                if self.misses_premise(&c.name, c.premise.as_ref(), i) {
+                    return Ok(Vec::new());
+                }
                 let mut findings = self.check_one(&c.expect, &self.observations[i]);
                 let all: Vec<&Observation> =
                     indices.iter().map(|&i| &self.observations[i]).collect();
@@ -128,7 +131,7 @@ impl ScenarioState<'_> {
         crate::interrupt::gate()?;
         let outcome = exec::run(&inv).map_err(|e| e.to_string())?;
         let i = self.record(&c.name, c.name.clone(), &inv, outcome);
-        Ok(self.judge(&c.name, &c.expect, &[i]))
+        Ok(self.judge_step(&c.name, c.premise.as_ref(), &c.expect, &[i]))
     }
 }
 

@@ -196,7 +196,8 @@ pub struct ScenarioState<'e> {
     /// The role of the step being checked.
     current_role: Option<String>,
     /// Set when a step cannot be judged as the profile stands (an argument the tool refused
-    /// or does not declare); the scenario then stops and is skipped with it.
+    /// or does not declare), or its response missed the step's `premise`; the scenario then
+    /// stops and is skipped with it.
     profile_problem: Option<SkipReason>,
     /// The runs of `kit_hangs` steps that outlived their limit and are judged by another
     /// scenario, with that scenario's id.
@@ -445,6 +446,36 @@ impl ScenarioState<'_> {
                 ))
                 .at_step(s.name.clone()),
         ])
+    }
+
+    /// [`Self::judge`], after the step's `premise` ([`Self::misses_premise`]).
+    fn judge_step(
+        &mut self,
+        step: &str,
+        premise: Option<&Expect>,
+        expect: &Expect,
+        indices: &[usize],
+    ) -> Vec<Finding> {
+        match indices.last() {
+            Some(&last) if self.misses_premise(step, premise, last) => Vec::new(),
+            _ => self.judge(step, expect, indices),
+        }
+    }
+
+    /// Whether observation `i` misses the step's `premise`; if so the scenario stops as
+    /// skipped ([`SkipReason::PremiseNotMet`], naming the first unmet check) and nothing of
+    /// the step is judged.
+    fn misses_premise(&mut self, step: &str, premise: Option<&Expect>, i: usize) -> bool {
+        let Some(premise) = premise else { return false };
+        let Some(missed) = self.check_one(premise, &self.observations[i]).into_iter().next() else {
+            return false;
+        };
+        let why = match &missed.actual {
+            Some(actual) => format!("{}; saw {actual}", missed.message),
+            None => missed.message,
+        };
+        self.profile_problem = Some(SkipReason::PremiseNotMet { step: step.to_owned(), why });
+        true
     }
 
     fn judge(&self, step: &str, expect: &Expect, indices: &[usize]) -> Vec<Finding> {

@@ -121,6 +121,39 @@ fn a_plain_command_taking_budget_is_caught_by_its_behaviour() {
     );
 }
 
+/// A failed `should` alone leaves the run conformant; the strict gate, from the command line or
+/// from the profile's `[gate]`, makes it NOT_CONFORMANT (80) and says why.
+#[test]
+fn the_strict_gate_fails_a_run_on_a_failed_should() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = fake_profile(dir.path(), ", FAKETOOL_FAULT = \"budget-flag-on-plain\"");
+    let id = "budget-flag-listed-where-interruptible";
+    let (code, report) = run_json(&["--only", id], Some(&profile));
+    assert_eq!((code, status_of(&report, id)), (0, "fail"), "{report:#}");
+    assert_eq!(report["data"]["strict"], false);
+    let (code, report) = run_json(&["--only", id, "--strict"], Some(&profile));
+    assert_eq!(code, 80, "{report:#}");
+    assert_eq!(
+        (report["data"]["strict"].clone(), report["data"]["conformant"].clone()),
+        (true.into(), false.into())
+    );
+    let text = std::fs::read_to_string(&profile).unwrap();
+    std::fs::write(&profile, format!("[gate]\nstrict = true\n\n{text}")).unwrap();
+    let (code, _) = run_json(&["--only", id], Some(&profile));
+    assert_eq!(code, 80);
+    let cwd = tempfile::tempdir().unwrap();
+    let human = conform()
+        .arg("run")
+        .arg(faketool())
+        .args(["--only", id, "--profile"])
+        .arg(&profile)
+        .current_dir(cwd.path())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&human.stdout);
+    assert!(text.contains("NOT CONFORMANT under the strict gate (a `should` failed)"), "{text}");
+}
+
 /// Every planted fault fails the run (NOT_CONFORMANT 80) through the scenario meant for it.
 #[rstest]
 #[case::unknown_flag("unknown-flag-exit-1", "unknown-flag-is-arg-error", "exit-code")]
@@ -371,4 +404,21 @@ fn the_detach_scenarios_pass_on_an_independent_implementation_and_catch_held_pip
     let report = stdout_json(&out);
     assert_eq!(code(&out), 80, "{report:#}");
     assert_eq!(findings_of(&report, "pipes-released-on-handoff"), ["pipes-released"]);
+}
+
+/// A criterion whose premise the run did not meet is skipped, not failed: a `count` whose
+/// start-up eats its whole first budget pauses at 0 done, so whether the cancel discarded the
+/// checkpoint (progress restarting below the first call's) cannot be seen. The same scenario
+/// passes when the first call made progress (`role_scenarios_pass_with_a_profile`'s run).
+#[test]
+fn a_premise_the_run_did_not_meet_skips_the_scenario_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = fake_profile(dir.path(), ", FAKETOOL_BUDGETED_START_MS = \"4000\"");
+    let id = "paused-cancel-discards-the-checkpoint";
+    let (code, report) = run_json(&["--only", id], Some(&profile));
+    assert_eq!(status_of(&report, id), "skip", "{report:#}");
+    let reason = reason_of(&report, id);
+    assert!(reason.starts_with("premise not met at step `call`"), "{reason}");
+    assert!(reason.contains("/data/progress/done"), "{reason}");
+    assert_eq!(code, 0, "a skip is no failure: {report:#}");
 }

@@ -189,6 +189,24 @@ fn should_and_may_scenarios_and_expected_failures_never_fail_a_claim() {
     assert_eq!(claim(&all, "level-1").verdict, Claim::Pass);
 }
 
+/// The strict gate (`--strict`, `[gate] strict`) makes a failed `should` fail the run (exit
+/// 80, not conformant), unless a baseline expects it; the spec's claims stay as they were.
+#[test]
+fn the_strict_gate_fails_a_run_on_a_should_and_leaves_the_claims_alone() {
+    let mut results = all_levels_pass();
+    results.push(result("advisory", "REQ-F-080", Obligation::Should, Status::Fail));
+    let lenient = RunSummary::compute(&results, &RunFacts::default());
+    assert_eq!((lenient.exit_code, lenient.conformant, lenient.strict), (0, true, false));
+    let strict = RunSummary::compute(&results, &RunFacts { strict: true, ..RunFacts::default() });
+    assert_eq!((strict.exit_code, strict.conformant, strict.strict), (80, false, true));
+    assert_eq!(strict.claims, lenient.claims);
+    // A `should` failure the baseline expects is known, under the strict gate too.
+    let last = results.len() - 1;
+    results[last].baseline = Some(BaselineMark::ExpectedFailure { reason: "issue 9".into() });
+    let strict = RunSummary::compute(&results, &RunFacts { strict: true, ..RunFacts::default() });
+    assert_eq!((strict.exit_code, strict.conformant), (0, true));
+}
+
 #[test]
 fn a_scenario_left_out_by_only_leaves_its_levels_incomplete() {
     let mut results = all_levels_pass();
