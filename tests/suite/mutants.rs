@@ -169,6 +169,10 @@ fn reftool_targets(mutant: Mutant) -> &'static [&'static str] {
         Mutant::BudgetOnTerminal => &["terminal-without-budget-is-synchronous"],
         Mutant::BudgetMetaOnTerminal => &["terminal-without-budget-is-synchronous"],
         Mutant::NoBudgetMetaOnSuccess => &["work-within-budget-is-ordinary"],
+        Mutant::NoBudgetMetaOnEndings => {
+            &["stalled-job-times-out", "dead-worker-is-job-lost", "cancel-stops-the-job"]
+        }
+        Mutant::NoBudgetMetaOnHops => &["continue-loop-ends-in-calibrated-response"],
         Mutant::BudgetFlagOnPlainCommand => {
             &["budget-flag-only-when-interruptible", "budget-flag-listed-where-interruptible"]
         }
@@ -177,6 +181,11 @@ fn reftool_targets(mutant: Mutant) -> &'static [&'static str] {
         }
         Mutant::WriterContinueWithoutKey => &["paused-writer-continues-with-key"],
         Mutant::WriterIncompleteRetryable => &["paused-writer-continues-with-key"],
+        Mutant::ReaderIncompleteNotRetryable => &[
+            "detach-hands-off-running",
+            "continue-loop-ends-in-calibrated-response",
+            "paused-continue-is-the-original-invocation",
+        ],
         Mutant::ProgressRestartsOnResume => &[
             "progress-never-decreases",
             "resumed-writer-progress-never-decreases",
