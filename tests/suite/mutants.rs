@@ -168,7 +168,13 @@ fn reftool_targets(mutant: Mutant) -> &'static [&'static str] {
         Mutant::ZeroBudgetDefersToEnv => &["budget-zero-runs-to-the-end"],
         Mutant::BudgetOnTerminal => &["terminal-without-budget-is-synchronous"],
         Mutant::BudgetMetaOnTerminal => &["terminal-without-budget-is-synchronous"],
-        Mutant::NoBudgetMetaOnSuccess => &["work-within-budget-is-ordinary"],
+        Mutant::NoBudgetMetaOnSuccess => &[
+            "work-within-budget-is-ordinary",
+            "continue-loop-ends-in-calibrated-response",
+            "dead-worker-is-job-lost",
+            "paused-continue-is-the-original-invocation",
+            "changed-input-discards-checkpoint",
+        ],
         Mutant::NoBudgetMetaOnEndings => {
             &["stalled-job-times-out", "dead-worker-is-job-lost", "cancel-stops-the-job"]
         }
