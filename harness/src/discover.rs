@@ -208,6 +208,9 @@ pub struct CommandInfo {
     pub is_async: bool,
     /// The flag names it declares.
     pub flags: BTreeSet<String>,
+    /// `retryable` of its INCOMPLETE (`"14"`) exit-code entry, when it declares one: what an
+    /// INCOMPLETE response of the command copies into `error.retryable` (REQ-F-082).
+    pub incomplete_retryable: Option<bool>,
     /// A framework built-in (`"builtin": true`, or the job runtime's, `manifest`, `version`,
     /// `help`): no vendor's work, so never a role's command or a probe `init` proposes.
     pub builtin: bool,
@@ -274,6 +277,9 @@ impl Commands {
                             .and_then(Value::as_object)
                             .map(|f| f.keys().cloned().collect())
                             .unwrap_or_default(),
+                        incomplete_retryable: entry
+                            .pointer("/exit_codes/14/retryable")
+                            .and_then(Value::as_bool),
                     },
                 );
             }

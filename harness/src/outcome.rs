@@ -396,6 +396,8 @@ impl Status {
 pub enum FindingKind {
     /// An ANSI escape sequence where plain text is due.
     Ansi,
+    /// A response of an interruptible command without `meta.budget_ms`.
+    BudgetMeta,
     /// A response unlike the one the work gives with `--budget 0`.
     CalibratedEquality,
     /// `data.continue_command` is not the original invocation.
@@ -408,6 +410,8 @@ pub enum FindingKind {
     Elapsed,
     /// An exit code other than the one due.
     ExitCode,
+    /// An INCOMPLETE response whose `error.retryable` is not its declared `"14"` entry's.
+    IncompleteRetryable,
     /// A value of the response is absent, present or wrong.
     JsonPointer,
     /// No detached worker to kill was found.
@@ -468,12 +472,14 @@ impl FindingKind {
     pub fn as_str(self) -> &'static str {
         match self {
             FindingKind::Ansi => "ansi",
+            FindingKind::BudgetMeta => "budget-meta",
             FindingKind::CalibratedEquality => "calibrated-equality",
             FindingKind::ContinueCommand => "continue-command",
             FindingKind::ContinueLoop => "continue-loop",
             FindingKind::DataDiffers => "data-differs",
             FindingKind::Elapsed => "elapsed",
             FindingKind::ExitCode => "exit-code",
+            FindingKind::IncompleteRetryable => "incomplete-retryable",
             FindingKind::JsonPointer => "json-pointer",
             FindingKind::KillWorker => "kill-worker",
             FindingKind::LeakedProcess => "leaked-process",

@@ -718,6 +718,15 @@ pub struct Expect {
     /// stdout is one valid response envelope, with the allowance named (see [`EnvelopeRule`]).
     #[serde(default)]
     pub envelope: Option<EnvelopeRule>,
+    /// Every response of the step (each copy, each hop of a continue loop) records the budget
+    /// in force as a whole number in `meta.budget_ms` (REQ-F-080).
+    #[serde(default)]
+    pub budget_recorded: Option<bool>,
+    /// Every INCOMPLETE (exit 14) response of the step (each copy, each hop) has the
+    /// `error.retryable` of its command's declared `"14"` exit-code entry (REQ-F-082); a `job
+    /// wait` answering for a job may copy `job wait`'s own entry instead (CONTRACT §9).
+    #[serde(default)]
+    pub retryable_as_declared: Option<bool>,
 }
 
 /// What `envelope` accepts besides one valid response envelope on stdout.

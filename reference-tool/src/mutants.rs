@@ -101,6 +101,12 @@ mutants! {
     /// Successful responses of interruptible commands lack `meta.budget_ms` (every response
     /// carries it).
     NoBudgetMetaOnSuccess = "no-budget-meta-on-success",
+    /// The error endings of interruptible commands and `job wait` (STALLED, JOB_LOST,
+    /// CANCELLED, any exit but 0 and 14) lack `meta.budget_ms` (every response carries it).
+    NoBudgetMetaOnEndings = "no-budget-meta-on-endings",
+    /// `job wait`'s INCOMPLETE answers, the middle hops of a continue loop, lack
+    /// `meta.budget_ms` (the hand-off and the final answer keep it).
+    NoBudgetMetaOnHops = "no-budget-meta-on-hops",
     /// `migrate`, which declares no interruption, takes `--budget` (only interruptible
     /// commands have one).
     BudgetFlagOnPlainCommand = "budget-flag-on-plain-command",
@@ -111,6 +117,8 @@ mutants! {
     WriterContinueWithoutKey = "writer-continue-without-key",
     /// A writer's INCOMPLETE says `retryable: true` (its "14" entry says false).
     WriterIncompleteRetryable = "writer-incomplete-retryable",
+    /// A read-only command's INCOMPLETE says `retryable: false` (its "14" entry says true).
+    ReaderIncompleteNotRetryable = "reader-incomplete-not-retryable",
     /// A resumed run counts `progress.done` from where it resumed, so it goes backwards.
     ProgressRestartsOnResume = "progress-restarts-on-resume",
     /// The import's checkpoint, committed with a chunk's rows, still points before them: a
@@ -500,6 +508,18 @@ pub fn stamped_budget_ms(response: &Response, budget_ms: Option<u64>) -> Option<
     budget_ms.filter(|_| !(active(Mutant::NoBudgetMetaOnSuccess) && response.exit == Exit::SUCCESS))
 }
 
+/// For [`Mutant::NoBudgetMetaOnEndings`] and [`Mutant::NoBudgetMetaOnHops`]: takes the
+/// stamped `meta.budget_ms` off the responses of `path` they leave without it (reference: none).
+pub fn budget_meta_dropped(path: &str, response: &mut Response) {
+    let ending = response.exit != Exit::SUCCESS && response.exit != Exit::INCOMPLETE;
+    let hop = path == "job.wait" && response.exit == Exit::INCOMPLETE;
+    if (ending && active(Mutant::NoBudgetMetaOnEndings))
+        || (hop && active(Mutant::NoBudgetMetaOnHops))
+    {
+        response.meta.remove("budget_ms");
+    }
+}
+
 /// For [`Mutant::PlainCommandsReadBudgetEnv`]: records `AGENT_CALL_BUDGET_MS` in
 /// `meta.budget_ms` of a command without interruption (which has no budget).
 pub fn plain_budget_meta(response: &mut Response) {
@@ -551,8 +571,12 @@ pub fn paused_continue(
 }
 
 /// `retryable` of an INCOMPLETE answer (reference: the "14" entry's). For
-/// [`Mutant::WriterIncompleteRetryable`] a writer's says true.
+/// [`Mutant::WriterIncompleteRetryable`] a writer's says true; for
+/// [`Mutant::ReaderIncompleteNotRetryable`] a reader's says false.
 pub fn incomplete_retryable(writes: bool, retryable: bool) -> bool {
+    if !writes && active(Mutant::ReaderIncompleteNotRetryable) {
+        return false;
+    }
     retryable || (writes && active(Mutant::WriterIncompleteRetryable))
 }
 

@@ -174,7 +174,17 @@ fn reftool_targets(mutant: Mutant) -> &'static [&'static str] {
         Mutant::ZeroBudgetDefersToEnv => &["budget-zero-runs-to-the-end"],
         Mutant::BudgetOnTerminal => &["terminal-without-budget-is-synchronous"],
         Mutant::BudgetMetaOnTerminal => &["terminal-without-budget-is-synchronous"],
-        Mutant::NoBudgetMetaOnSuccess => &["work-within-budget-is-ordinary"],
+        Mutant::NoBudgetMetaOnSuccess => &[
+            "work-within-budget-is-ordinary",
+            "continue-loop-ends-in-calibrated-response",
+            "dead-worker-is-job-lost",
+            "paused-continue-is-the-original-invocation",
+            "changed-input-discards-checkpoint",
+        ],
+        Mutant::NoBudgetMetaOnEndings => {
+            &["stalled-job-times-out", "dead-worker-is-job-lost", "cancel-stops-the-job"]
+        }
+        Mutant::NoBudgetMetaOnHops => &["continue-loop-ends-in-calibrated-response"],
         Mutant::BudgetFlagOnPlainCommand => {
             &["budget-flag-only-when-interruptible", "budget-flag-listed-where-interruptible"]
         }
@@ -183,6 +193,11 @@ fn reftool_targets(mutant: Mutant) -> &'static [&'static str] {
         }
         Mutant::WriterContinueWithoutKey => &["paused-writer-continues-with-key"],
         Mutant::WriterIncompleteRetryable => &["paused-writer-continues-with-key"],
+        Mutant::ReaderIncompleteNotRetryable => &[
+            "detach-hands-off-running",
+            "continue-loop-ends-in-calibrated-response",
+            "paused-continue-is-the-original-invocation",
+        ],
         Mutant::ProgressRestartsOnResume => &[
             "progress-never-decreases",
             "resumed-writer-progress-never-decreases",

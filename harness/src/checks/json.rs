@@ -237,7 +237,11 @@ fn pointer_check(
 }
 
 /// `warnings`: each code is the `code` of a `warnings` entry in at least one response.
-pub(super) fn warnings(expect: &Expect, observations: &[&Observation]) -> Vec<Finding> {
+pub(super) fn warnings(
+    expect: &Expect,
+    observations: &[&Observation],
+    _facts: &super::StepFacts,
+) -> Vec<Finding> {
     let mut findings = Vec::new();
     for code in &expect.warnings {
         let seen = observations.iter().filter_map(|o| o.response()).any(|r| {
@@ -268,7 +272,11 @@ pub(super) fn warnings(expect: &Expect, observations: &[&Observation]) -> Vec<Fi
 }
 
 /// `same`: each pointer has one value across the responses (copies, hops).
-pub(super) fn same(expect: &Expect, observations: &[&Observation]) -> Vec<Finding> {
+pub(super) fn same(
+    expect: &Expect,
+    observations: &[&Observation],
+    _facts: &super::StepFacts,
+) -> Vec<Finding> {
     let mut findings = Vec::new();
     for pointer in &expect.same {
         let values: Vec<Option<&Value>> =

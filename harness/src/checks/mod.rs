@@ -14,6 +14,7 @@ mod json;
 mod manifest;
 mod output;
 mod progress;
+mod shape;
 mod stream;
 #[cfg(test)]
 mod tests;
@@ -28,6 +29,7 @@ pub use compare::{Naming, core, locate_program, same_response};
 pub use manifest::check_rule;
 pub use output::PIPE_RELEASE_GRACE;
 pub use progress::progress_findings;
+pub use shape::{DeclaredEntry, declared_entries};
 
 use crate::observe::{Observation, StdoutProblem};
 use crate::outcome::FindingKind;
@@ -190,7 +192,16 @@ pub type ObservationCheck = fn(&Expect, &Observation, &Context<'_>) -> Vec<Findi
 /// A check of one observation's response (stdout as one JSON document).
 pub type ResponseCheck = fn(&Expect, &Observation, &Value, &Context<'_>) -> Vec<Finding>;
 /// A check of every observation of a step together (copies, hops).
-pub type StepCheck = fn(&Expect, &[&Observation]) -> Vec<Finding>;
+pub type StepCheck = fn(&Expect, &[&Observation], &StepFacts) -> Vec<Finding>;
+
+/// What the step stage knows of a step beside its observations, for the checks that judge
+/// them together.
+#[derive(Debug, Clone, Default)]
+pub struct StepFacts {
+    /// The commands the step's responses may answer for, with their declared INCOMPLETE
+    /// entries ([`declared_entries`]), for `retryable_as_declared`.
+    pub incomplete_entries: Vec<DeclaredEntry>,
+}
 
 /// What a check looks at, and its function.
 #[derive(Clone, Copy)]
@@ -366,6 +377,20 @@ pub const CHECKS: &[Check] = &[
         needs_response: false,
         judge: Judge::Step(json::warnings),
     },
+    // Every response of the step, each hop of a loop included (the per-observation checks
+    // see a loop's last hop only).
+    Check {
+        key: Some("budget_recorded"),
+        active: |e| e.budget_recorded == Some(true),
+        needs_response: true,
+        judge: Judge::Step(shape::budget_recorded),
+    },
+    Check {
+        key: Some("retryable_as_declared"),
+        active: |e| e.retryable_as_declared == Some(true),
+        needs_response: true,
+        judge: Judge::Step(shape::retryable_as_declared),
+    },
     // Judged across the step, but each observation without a response is a finding of its own.
     Check {
         key: Some("same"),
@@ -417,14 +442,21 @@ pub fn check_one(expect: &Expect, obs: &Observation, ctx: &Context<'_>) -> Vec<F
         .collect()
 }
 
-/// Judges the checks that look at all observations of one step together (`warnings`, `same`).
-pub fn check_all(expect: &Expect, step: &str, observations: &[&Observation]) -> Vec<Finding> {
+/// Judges the checks that look at all observations of one step together (`warnings`, `same`,
+/// `budget_recorded`, `retryable_as_declared`).
+pub fn check_all(
+    expect: &Expect,
+    step: &str,
+    observations: &[&Observation],
+    facts: &StepFacts,
+) -> Vec<Finding> {
     let mut findings = Vec::new();
     for check in CHECKS {
         if let Judge::Step(judge) = check.judge
             && (check.active)(expect)
         {
-            findings.extend(judge(expect, observations).into_iter().map(|f| f.at_step(step)));
+            findings
+                .extend(judge(expect, observations, facts).into_iter().map(|f| f.at_step(step)));
         }
     }
     findings

@@ -103,7 +103,8 @@ impl ScenarioState<'_> {
                 let mut findings = self.check_one(&c.expect, &self.observations[i]);
                 let all: Vec<&Observation> =
                     indices.iter().map(|&i| &self.observations[i]).collect();
-                findings.extend(checks::check_all(&c.expect, &c.name, &all));
+                let facts = self.step_facts(&c.name, &c.expect);
+                findings.extend(checks::check_all(&c.expect, &c.name, &all, &facts));
                 return Ok(findings);
             }
             line = match self.command_from(&c.name, &c.name, "/data/continue_command") {

@@ -520,7 +520,32 @@ impl ScenarioState<'_> {
             }
         }
         let all: Vec<&Observation> = indices.iter().map(|&i| &self.observations[i]).collect();
-        findings.extend(checks::check_all(expect, step, &all));
+        findings.extend(checks::check_all(expect, step, &all, &self.step_facts(step, expect)));
         findings
+    }
+
+    /// What the step checks need beside the observations: the commands whose INCOMPLETE entry
+    /// the step's responses may copy (its role's command, or the one its arguments invoke; a
+    /// continuation's hops answer for its origin's role).
+    fn step_facts(&self, step: &str, expect: &Expect) -> checks::StepFacts {
+        if expect.retryable_as_declared != Some(true) {
+            return checks::StepFacts::default();
+        }
+        let profile = &self.subject.profile;
+        let argv_of = |role: &str| profile.role(role).map(|r| r.argv.clone());
+        let role_argv = self.step_role.get(step).cloned().flatten().and_then(|r| argv_of(&r));
+        let definition = self.scenario.steps.iter().find(|s| s.name() == step);
+        let argv = match (definition, role_argv) {
+            (_, Some(argv)) => argv,
+            (Some(Step::Run(r)), None) => {
+                r.args.iter().map(|a| self.text(a).unwrap_or_else(|_| a.clone())).collect()
+            }
+            _ => Vec::new(),
+        };
+        let primary = self.scenario.primary_role().and_then(argv_of);
+        let continued = matches!(definition, Some(Step::Continue(_)));
+        let incomplete_entries =
+            checks::declared_entries(&self.subject.commands, &argv, primary.as_deref(), continued);
+        checks::StepFacts { incomplete_entries }
     }
 }

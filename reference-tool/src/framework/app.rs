@@ -308,7 +308,10 @@ impl App {
             .then(|| super::interrupt::resolve_call_budget(&prepared.invocation));
         let mut response = self.dispatch_inner(spec, prepared, budget.as_ref());
         match &budget {
-            Some(budget) => super::interrupt::stamp_budget(&mut response, budget),
+            Some(budget) => {
+                super::interrupt::stamp_budget(&mut response, budget);
+                crate::mutants::budget_meta_dropped(&spec.path, &mut response);
+            }
             None => crate::mutants::plain_budget_meta(&mut response),
         }
         response

@@ -162,6 +162,8 @@ fn a_dead_worker_is_job_lost_and_the_identical_invocation_resumes_from_the_check
     assert!(started.elapsed() < Duration::from_secs(5), "a dead worker must not be waited on");
     assert_eq!(lost.exit, 1, "{}", lost.stdout);
     assert_eq!(lost.envelope()["error"]["code"], "JOB_LOST");
+    // Every response of the job's command records the budget in force, its endings too.
+    assert_eq!(lost.json["meta"]["budget_ms"], 20_000, "{}", lost.stdout);
     let detail = lost.json["error"]["detail"].as_str().unwrap();
     assert!(detail.contains(&format!("job {id}")), "the log tail: {detail:?}");
 
@@ -198,6 +200,7 @@ fn a_quiet_pipe_stalls_and_the_watchdog_ends_the_job() {
     let took = started.elapsed();
     assert_eq!(run.exit, 10, "{}", run.stdout);
     assert_eq!(run.envelope()["error"]["code"], "STALLED");
+    assert_eq!(run.json["meta"]["budget_ms"], 0, "the budget in force, off: {}", run.stdout);
     assert!(took < Duration::from_secs(6), "the watchdog took {took:?}");
     let deadline = Instant::now() + Duration::from_secs(3);
     while !sandbox.workers().is_empty() {
@@ -231,6 +234,7 @@ fn cancel_stops_the_job_discards_its_checkpoint_and_the_next_call_starts_afresh(
     let wait = sandbox.run(&["job", "wait", &id]);
     assert!(wait.exit != 0 && wait.exit != 14, "{}", wait.stdout);
     assert_eq!(wait.envelope()["error"]["code"], "CANCELLED");
+    assert!(wait.json["meta"]["budget_ms"].is_u64(), "the budget in force: {}", wait.stdout);
     // A second cancel changes nothing.
     let again = sandbox.run(&["job", "cancel", &id]);
     assert_eq!((again.exit, again.code()), (4, "JOB_ENDED"));
