@@ -250,6 +250,13 @@ fn reftool_targets(mutant: Mutant) -> &'static [&'static str] {
         }
         Mutant::SigintExits1 => &["sigint-ends-the-stream-cancelled", "sigint-cancels-with-130"],
         Mutant::SigintNotPartial => &["sigint-ends-the-stream-cancelled"],
+        Mutant::JobTimeoutSpansOneCall => {
+            &["timeout-spans-resumed-calls", "timeout-ends-the-detached-job"]
+        }
+        Mutant::CancelMarksOnly => &["cancelled-writer-stops-its-effect"],
+        Mutant::CancelledWorkerLingers => {
+            &["cancel-leaves-no-worker", "cancelled-writer-stops-its-effect"]
+        }
     }
 }
 
