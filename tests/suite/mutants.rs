@@ -298,6 +298,7 @@ const PYAGENT_FAULTS: &[(&str, &[&str])] = &[
     ("unscoped-jobs", &["jobs-are-owned-by-their-instance"]),
     ("sequential-ids", &["job-ids-are-not-guessable"]),
     ("bad-quoting", &["continue-command-is-shell-ready"]),
+    ("timeout-per-call", &["timeout-spans-resumed-calls"]),
 ];
 
 /// Scenarios the correct pyagent fails today, each with the reason. The test insists on
