@@ -426,6 +426,8 @@ pub enum FindingKind {
     PipesReleased,
     /// `data.progress.done` went back or is not a whole number.
     ProgressMonotonic,
+    /// A process of the scenario was still alive at the end of the bound a step gave it.
+    ProcessesAlive,
     /// Prose on stdout.
     Prose,
     /// `/data` differs where it must be equal.
@@ -487,6 +489,7 @@ impl FindingKind {
             FindingKind::MissingCommand => "missing-command",
             FindingKind::PipesReleased => "pipes-released",
             FindingKind::ProgressMonotonic => "progress-monotonic",
+            FindingKind::ProcessesAlive => "processes-alive",
             FindingKind::Prose => "prose",
             FindingKind::SameData => "same-data",
             FindingKind::SameResponse => "same-response",

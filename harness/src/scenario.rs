@@ -167,6 +167,12 @@ pub enum Step {
     /// Run the primary role's `verify` command (the effect oracle) and compare what it prints
     /// with what it printed after the uninterrupted calibration run.
     Verify(VerifyStep),
+    /// Wait (bounded) until no process carrying the sandbox marker is alive: the work and
+    /// every process it started are gone.
+    NoProcesses(NoProcessesStep),
+    /// The time from the start of an earlier step to now is at most a bound (e.g. a continue
+    /// loop measured from the first call).
+    ElapsedSince(ElapsedSinceStep),
 }
 
 /// `action = "run"`: one invocation of the tool.
@@ -435,12 +441,52 @@ pub struct ShellCommandStep {
     pub command: String,
 }
 
-/// `action = "verify"`: the state the role's work left, compared with the calibration's.
+/// `action = "verify"`: the state the role's work left, compared with the calibration's
+/// (by default), or with an earlier verify step's.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct VerifyStep {
     /// Name, unique in the scenario.
     pub name: String,
+    /// The oracle must answer what it answered at this earlier verify step (a failing oracle
+    /// answers its failure): the state did not move since. Replaces the comparison with the
+    /// calibration.
+    #[serde(default)]
+    pub same_as: Option<String>,
+    /// `true`: the oracle must answer otherwise than after the uninterrupted calibration run
+    /// (a failing oracle counts as otherwise): the work did not leave its whole effect.
+    /// Replaces the comparison with the calibration.
+    #[serde(default)]
+    pub unlike_calibrated: Option<bool>,
+}
+
+impl VerifyStep {
+    /// Whether the step compares with the calibration's effect (no other comparison named).
+    pub fn compares_with_calibration(&self) -> bool {
+        self.same_as.is_none() && self.unlike_calibrated != Some(true)
+    }
+}
+
+/// `action = "no-processes"`: no process of the scenario's sandbox is alive within a bound.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NoProcessesStep {
+    /// Name, unique in the scenario.
+    pub name: String,
+    /// How long the processes get to go (duration expression), from the step's start.
+    pub within: String,
+}
+
+/// `action = "elapsed-since"`: a bound on the time from an earlier step's start to now.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ElapsedSinceStep {
+    /// Name, unique in the scenario.
+    pub name: String,
+    /// The earlier step whose start the time is measured from.
+    pub since: String,
+    /// The most the time may be (duration expression).
+    pub at_most: String,
 }
 
 /// How a step's standard input is wired.
@@ -788,6 +834,8 @@ impl Step {
             Self::Sleep(s) => &s.name,
             Self::Shell(s) => &s.name,
             Self::Verify(s) => &s.name,
+            Self::NoProcesses(s) => &s.name,
+            Self::ElapsedSince(s) => &s.name,
         }
     }
 
@@ -801,6 +849,8 @@ impl Step {
             Self::Sleep(_) => "sleep",
             Self::Shell(_) => "shell",
             Self::Verify(_) => "verify",
+            Self::NoProcesses(_) => "no-processes",
+            Self::ElapsedSince(_) => "elapsed-since",
         }
     }
 
@@ -809,7 +859,12 @@ impl Step {
         match self {
             Self::Run(s) => Some(&s.expect),
             Self::Continue(s) | Self::Cancel(s) => Some(&s.expect),
-            Self::KillWorker(_) | Self::Sleep(_) | Self::Shell(_) | Self::Verify(_) => None,
+            Self::KillWorker(_)
+            | Self::Sleep(_)
+            | Self::Shell(_)
+            | Self::Verify(_)
+            | Self::NoProcesses(_)
+            | Self::ElapsedSince(_) => None,
         }
     }
 
@@ -839,6 +894,8 @@ impl Step {
             Self::KillWorker(_) | Self::Verify(_) => {}
             Self::Sleep(s) => out.push(&s.duration),
             Self::Shell(s) => out.push(&s.command),
+            Self::NoProcesses(s) => out.push(&s.within),
+            Self::ElapsedSince(s) => out.push(&s.at_most),
         }
         out
     }
@@ -862,6 +919,8 @@ impl Step {
             }
             Self::KillWorker(_) | Self::Shell(_) | Self::Verify(_) => {}
             Self::Sleep(s) => out.push(&s.duration),
+            Self::NoProcesses(s) => out.push(&s.within),
+            Self::ElapsedSince(s) => out.push(&s.at_most),
         }
         out
     }
@@ -1319,7 +1378,16 @@ fn validate(s: &Scenario) -> Result<(), String> {
             Step::Verify(_) if s.roles.is_empty() => {
                 return Err(format!("step `{name}`: a verify step needs the scenario's role"));
             }
-            Step::Verify(_) => {}
+            Step::Verify(v) => {
+                if let Some(other) = &v.same_as {
+                    refer(other, "`same_as`")?;
+                    if !matches!(seen.get(other.as_str()), Some(Step::Verify(_))) {
+                        return Err(format!("step `{name}`: `same_as` must name a verify step"));
+                    }
+                }
+            }
+            Step::NoProcesses(_) => {}
+            Step::ElapsedSince(e) => refer(&e.since, "`since`")?,
         }
         if let Some(e) = step.expect() {
             if let Some(other) = &e.same_response_as {

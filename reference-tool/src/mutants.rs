@@ -54,6 +54,7 @@ use crate::runtime::jobs::{
     self, CancelOutcome, JobError, JobOutcome, JobStatus, JobStore, JobView,
 };
 use crate::runtime::progress::Progress;
+use crate::runtime::stop::StopControl;
 
 /// The environment variable that names the active mutant.
 pub const MUTANT_ENV: &str = "REFTOOL_MUTANT";
@@ -255,6 +256,16 @@ mutants! {
     SigintExits1 = "sigint-exits-1",
     /// SIGINT during a stream says `data.partial: false` (the stream stopped part-way).
     SigintNotPartial = "sigint-not-partial",
+    /// `--timeout` bounds only the call it is given to, never the job: the job lives
+    /// `max_lifetime_ms`, so work continued past `--timeout` runs on to its end (it bounds the
+    /// whole work across continuations).
+    JobTimeoutSpansOneCall = "job-timeout-spans-one-call",
+    /// `job cancel` of a running job records it `cancelled` and exits 0, but the worker is
+    /// never told: it runs on and finishes its effect (the job stops at its next safe point).
+    CancelMarksOnly = "cancel-marks-only",
+    /// A cancelled job's worker stops the work and records the end, but its process lives on
+    /// (no process of a stopped job is left).
+    CancelledWorkerLingers = "cancelled-worker-lingers",
 }
 
 impl Mutant {
@@ -800,6 +811,41 @@ pub fn watchdog_verdict(mut verdict: Option<JobOutcome>) -> Option<JobOutcome> {
         failure.code = jobs::TIMEOUT.to_owned();
     }
     verdict
+}
+
+/// The lifetime of a job a call creates (reference: `lifetime_ms`, from `--timeout`). For
+/// [`Mutant::JobTimeoutSpansOneCall`] it is the command's `max_lifetime_ms` (`default_ms`):
+/// `--timeout` reaches no job ([`call_lifetime`] bounds the call itself).
+pub fn job_lifetime_ms(lifetime_ms: u64, default_ms: u64) -> u64 {
+    if active(Mutant::JobTimeoutSpansOneCall) { default_ms } else { lifetime_ms }
+}
+
+/// The stop sources of a resume-only call's work (reference: the job's, its lifetime
+/// included). For [`Mutant::JobTimeoutSpansOneCall`] the lifetime deadline is this call's
+/// start plus its `--timeout`: each call is bounded on its own.
+pub fn call_lifetime<'a>(
+    stop: StopControl<'a>,
+    invocation: &crate::framework::context::Invocation,
+) -> StopControl<'a> {
+    if !active(Mutant::JobTimeoutSpansOneCall) {
+        return stop;
+    }
+    stop.with_lifetime_deadline(invocation.timeout.map(|t| invocation.started + t))
+}
+
+/// For [`Mutant::CancelMarksOnly`]: whether `job cancel` of a running job ends it `cancelled`
+/// at once instead of asking its worker to stop (the worker, never told, runs on).
+pub fn cancel_marks_only() -> bool {
+    active(Mutant::CancelMarksOnly)
+}
+
+/// After a worker recorded its job's end (reference: it exits). For
+/// [`Mutant::CancelledWorkerLingers`] a cancelled job's worker stays alive, idle, for ten
+/// minutes (a conform run's sweep ends it).
+pub fn after_worker_end(outcome: &JobOutcome) {
+    if active(Mutant::CancelledWorkerLingers) && outcome.status == JobStatus::Cancelled {
+        std::thread::sleep(std::time::Duration::from_secs(600));
+    }
 }
 
 /// For [`Mutant::CancelKeepsCheckpoint`]: whether a cancelled job keeps its checkpoint.

@@ -271,6 +271,13 @@ fn reftool_targets(mutant: Mutant) -> &'static [&'static str] {
         }
         Mutant::SigintExits1 => &["sigint-ends-the-stream-cancelled", "sigint-cancels-with-130"],
         Mutant::SigintNotPartial => &["sigint-ends-the-stream-cancelled"],
+        Mutant::JobTimeoutSpansOneCall => {
+            &["timeout-spans-resumed-calls", "timeout-ends-the-detached-job"]
+        }
+        Mutant::CancelMarksOnly => &["cancelled-writer-stops-its-effect"],
+        Mutant::CancelledWorkerLingers => {
+            &["cancel-leaves-no-worker", "cancelled-writer-stops-its-effect"]
+        }
     }
 }
 
@@ -286,6 +293,7 @@ const PYAGENT_FAULTS: &[(&str, &[&str])] = &[
     ("unscoped-jobs", &["jobs-are-owned-by-their-instance"]),
     ("sequential-ids", &["job-ids-are-not-guessable"]),
     ("bad-quoting", &["continue-command-is-shell-ready"]),
+    ("timeout-per-call", &["timeout-spans-resumed-calls"]),
 ];
 
 /// Scenarios the correct pyagent fails today, each with the reason. The test insists on

@@ -13,13 +13,14 @@
 mod cleanup;
 mod continuation;
 mod invoke;
+mod lifetime;
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use nix::unistd::Pid;
 use serde_json::Value;
@@ -131,6 +132,8 @@ pub fn run_steps(
         profile_problem: None,
         deferred_hangs: Vec::new(),
         notes: RefCell::new(Vec::new()),
+        started: BTreeMap::new(),
+        effects: BTreeMap::new(),
     };
     let mut outcome = StepsOutcome::default();
     for step in &scenario.steps {
@@ -204,6 +207,10 @@ pub struct ScenarioState<'e> {
     deferred_hangs: Vec<(String, String)>,
     /// Advisory notes the judging gave (judging borrows the state immutably).
     notes: RefCell<Vec<Note>>,
+    /// When each step started (for `elapsed-since`).
+    started: BTreeMap<String, Instant>,
+    /// What each verify step's oracle answered: its output, or why it failed.
+    effects: BTreeMap<String, Result<String, String>>,
 }
 
 /// What the checks look at, resolved from the scenario's state before they run.
@@ -357,6 +364,7 @@ impl ScenarioState<'_> {
 
     /// Runs one step; `Ok(findings)` (empty when it passed), `Err` for a harness fault.
     fn run_step(&mut self, step: &Step) -> Result<Vec<Finding>, String> {
+        self.started.insert(step.name().to_owned(), Instant::now());
         match step {
             Step::Run(r) => self.run_tool(r),
             Step::Continue(c) => self.run_continue(c),
@@ -388,13 +396,18 @@ impl ScenarioState<'_> {
             }
             Step::Shell(s) => self.run_shell(s),
             Step::Verify(v) => self.run_verify(v),
+            Step::NoProcesses(s) => self.run_no_processes(s),
+            Step::ElapsedSince(s) => self.run_elapsed_since(s),
         }
     }
 
-    /// `action = "verify"`: the primary role's `verify` command, run in the sandbox now that
-    /// the work ended, must print what it printed after the uninterrupted calibration run: the
-    /// work left the same observable state (no unit committed twice or lost). A role without
-    /// `verify` has no oracle, and the step judges nothing.
+    /// `action = "verify"`: the primary role's `verify` command, run in the sandbox now, must
+    /// print what it printed after the uninterrupted calibration run: the work left the same
+    /// observable state (no unit committed twice or lost). With `same_as` it must answer what
+    /// that earlier verify step's oracle answered (the state did not move since), with
+    /// `unlike_calibrated` otherwise than the calibration (the work did not leave its whole
+    /// effect); a failing oracle answers its failure then. A role without `verify` has no
+    /// oracle, and the step judges nothing.
     fn run_verify(&mut self, v: &VerifyStep) -> Result<Vec<Finding>, String> {
         let Some(role) = self.scenario.primary_role() else { return Ok(Vec::new()) };
         let Some(line) = self.subject.profile.role(role).and_then(|r| r.verify.clone()) else {
@@ -406,22 +419,56 @@ impl ScenarioState<'_> {
         let calibrated = calibrated
             .map_err(|why| format!("role `{role}`'s verify after the calibration run: {why}"))?;
         crate::interrupt::gate()?;
-        let finding = |message: String, actual: String| {
+        let now = calibrate::effect_of(&line, &self.base_env, &self.work);
+        self.effects.insert(v.name.clone(), now.clone());
+        let shown = |answer: &Result<String, String>| match answer {
+            Ok(out) => out.clone(),
+            Err(why) => format!("(`verify` failed: {why})"),
+        };
+        let finding = |message: String, expected: String| {
             Finding::new(FindingKind::Effect, message)
-                .expected(calibrated.clone())
-                .actual(actual)
+                .expected(expected)
+                .actual(shown(&now))
                 .at_step(v.name.clone())
         };
-        Ok(match calibrate::effect_of(&line, &self.base_env, &self.work) {
-            Ok(now) if now == calibrated => Vec::new(),
-            Ok(now) => vec![finding(
+        let mut findings = Vec::new();
+        if let Some(other) = &v.same_as {
+            let before = self
+                .effects
+                .get(other)
+                .cloned()
+                .unwrap_or_else(|| Err(format!("step `{other}` ran no oracle")));
+            if before != now {
+                findings.push(finding(
+                    format!("the state moved after step `{other}`: `{line}` answers otherwise now"),
+                    shown(&before),
+                ));
+            }
+        }
+        if v.unlike_calibrated == Some(true) && now.as_ref() == Ok(&calibrated) {
+            findings.push(finding(
                 format!(
-                    "the work left another state than the uninterrupted run: `{line}` printed otherwise"
+                    "the work left the whole effect of the uninterrupted run: `{line}` printed what it printed after it"
                 ),
-                now,
-            )],
-            Err(why) => vec![finding(format!("`{line}` failed after the work: {why}"), why)],
-        })
+                format!("anything but {calibrated}"),
+            ));
+        }
+        if v.compares_with_calibration() {
+            match &now {
+                Ok(out) if *out == calibrated => {}
+                Ok(_) => findings.push(finding(
+                    format!(
+                        "the work left another state than the uninterrupted run: `{line}` printed otherwise"
+                    ),
+                    calibrated.clone(),
+                )),
+                Err(_) => findings.push(finding(
+                    format!("`{line}` failed after the work"),
+                    calibrated.clone(),
+                )),
+            }
+        }
+        Ok(findings)
     }
 
     /// `action = "shell"`: the command line with `sh -c` in the working directory, with the

@@ -127,6 +127,8 @@ fn the_catalogue_uses_every_step_and_check_kind() {
         "kill-worker",
         "sleep",
         "shell",
+        "no-processes",
+        "elapsed-since",
         "run.count",
         "run.kill_group",
         "run.probe",

@@ -952,6 +952,11 @@ impl JobStore {
                 tx.commit()?;
                 Ok(CancelOutcome::Cancelled)
             }
+            JobStatus::Running if crate::mutants::cancel_marks_only() => {
+                self.end_in(&tx, instance, id, &JobOutcome::cancelled(id))?;
+                tx.commit()?;
+                Ok(CancelOutcome::Cancelled)
+            }
             JobStatus::Running => {
                 tx.execute(
                     "UPDATE reftool_jobs SET cancel_requested = 1 WHERE job_id = ?1 AND status = 'running'",

@@ -186,6 +186,7 @@ where
         ),
     };
     store.finish(conn, &instance, &id, &outcome)?;
+    crate::mutants::after_worker_end(&outcome);
     // Whoever wrote the outcome first decides the exit code.
     let view = store.peek(conn, &instance, &id)?;
     Ok(view.outcome.map_or(outcome.exit_code, |o| o.exit_code))

@@ -64,7 +64,10 @@ pub(super) fn front(app: &App, spec: &CommandSpec, call: Call<'_>) -> Result<Res
         identity,
         argv: invocation.argv.clone(),
         owner,
-        lifetime_ms: lifetime_ms(&invocation),
+        lifetime_ms: crate::mutants::job_lifetime_ms(
+            lifetime_ms(&invocation),
+            crate::framework::app::default_timeout_ms(spec),
+        ),
         idle_timeout_ms: idle_ms,
         stdin_spool: spool.map(|s| s.path),
         extra: Value::Null,

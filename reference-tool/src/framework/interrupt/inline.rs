@@ -49,6 +49,7 @@ pub(super) fn run_inline(
     let conn = jobs.conn();
     let stop =
         JobContext::standard_stop(&store, conn, &view, Some(app.sigterm_flag()), budget_deadline);
+    let stop = crate::mutants::call_lifetime(stop, &invocation);
     let mut job = JobContext::new(&store, view, stop);
     let mut ctx = Ctx::new(args, invocation, state, StopToken::new());
     ctx.set_state_migrations(app.state_migrations().to_vec());
