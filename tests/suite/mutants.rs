@@ -250,6 +250,13 @@ fn reftool_targets(mutant: Mutant) -> &'static [&'static str] {
         }
         Mutant::SigintExits1 => &["sigint-ends-the-stream-cancelled", "sigint-cancels-with-130"],
         Mutant::SigintNotPartial => &["sigint-ends-the-stream-cancelled"],
+        Mutant::LostJobRestartsFromZero | Mutant::LostJobStatusRunning => {
+            &["lost-job-resumes-from-its-checkpoint"]
+        }
+        Mutant::LostJobWithoutDetail => &["lost-job-tells-its-log-tail"],
+        Mutant::FailedJobWaitExits1 => &["failed-job-wait-keeps-its-exit"],
+        Mutant::FailedJobStatusExits0 => &["job-status-tells-a-failed-job"],
+        Mutant::AsyncJobWaitRefused => &["job-wait-ends-an-async-job"],
     }
 }
 
