@@ -193,9 +193,16 @@ pub fn measure(subject: &Subject, role_name: &str, keep: bool) -> Result<Calibra
     let response = crate::observe::parse_stdout(&outcome).map_err(|p| {
         format!("calibration of role `{role_name}` (--budget 0) gave no JSON response: {p:?}")
     })?;
-    // A role is work that succeeds; a failing one is a profile (or tool) problem that
-    // would make every comparison meaningless.
-    if exit_code != 0 {
+    // A role is work that succeeds, but for the `failing` role, whose work must end in a
+    // failure of its own; the other way round is a profile (or tool) problem that would make
+    // every comparison meaningless.
+    if crate::scenario::role_fails(role_name) {
+        if exit_code == 0 || exit_code == crate::step::INCOMPLETE {
+            return Err(format!(
+                "calibration of role `{role_name}` (--budget 0) exited {exit_code}: the role is work that fails with an exit of its own; check the role's argv, fixtures and setup"
+            ));
+        }
+    } else if exit_code != 0 {
         let detail = response
             .pointer("/error/message")
             .and_then(Value::as_str)
