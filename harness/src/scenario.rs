@@ -94,6 +94,13 @@ pub fn role_fails(role: &str) -> bool {
     role == "failing"
 }
 
+/// Whether a calibration run of `role` that exited `code` ended as the role's work must: in
+/// success, or for a [`role_fails`] role in a failure of its own (neither 0 nor INCOMPLETE 14,
+/// which is no ending).
+pub fn calibration_exit_fits(role: &str, code: i32) -> bool {
+    if role_fails(role) { code != 0 && code != 14 } else { code == 0 }
+}
+
 /// How strongly the contract asks for a criterion.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
