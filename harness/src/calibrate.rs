@@ -193,9 +193,15 @@ pub fn measure(subject: &Subject, role_name: &str, keep: bool) -> Result<Calibra
     let response = crate::observe::parse_stdout(&outcome).map_err(|p| {
         format!("calibration of role `{role_name}` (--budget 0) gave no JSON response: {p:?}")
     })?;
-    // A role is work that succeeds; a failing one is a profile (or tool) problem that
-    // would make every comparison meaningless.
-    if exit_code != 0 {
+    // A role is work that succeeds, but for the `failing` role, whose work must end in a
+    // failure of its own; the other way round is a profile (or tool) problem that would make
+    // every comparison meaningless.
+    let fits = crate::scenario::calibration_exit_fits(role_name, exit_code);
+    if !fits && crate::scenario::role_fails(role_name) {
+        return Err(format!(
+            "calibration of role `{role_name}` (--budget 0) exited {exit_code}: the role is work that fails with an exit of its own; check the role's argv, fixtures and setup"
+        ));
+    } else if !fits {
         let detail = response
             .pointer("/error/message")
             .and_then(Value::as_str)
@@ -267,6 +273,18 @@ mod tests {
         let interruptible = calibration(400, true).too_fast_reason().to_string();
         assert!(interruptible.contains("too fast to interrupt"), "{interruptible}");
         assert!(interruptible.contains("with --budget 0"), "{interruptible}");
+    }
+
+    #[test]
+    fn only_the_failing_role_calibrates_on_a_failure_of_its_own() {
+        use crate::scenario::calibration_exit_fits;
+        assert!(calibration_exit_fits("detach", 0));
+        assert!(!calibration_exit_fits("detach", 4));
+        assert!(calibration_exit_fits("failing", 4));
+        assert!(calibration_exit_fits("failing", 1));
+        // Success, or a hand-off, is no failure: the role cannot show one through job wait.
+        assert!(!calibration_exit_fits("failing", 0));
+        assert!(!calibration_exit_fits("failing", 14));
     }
 
     #[test]

@@ -34,6 +34,9 @@ fn role_hint(role: &str) -> &'static str {
         "stalling" => "interruptible; make its progress stop and its idle_timeout_ms short",
         "async" => "async: true; its job must run for a few seconds",
         "idempotent_writer" => "writes and takes --idempotency-key; quick work",
+        "failing" => {
+            "detach: true; an input on which it fails with its own exit after seconds of work"
+        }
         "plain_slow" => "no interruption; it must outlive a short --timeout",
         _ => "",
     }

@@ -135,6 +135,10 @@ pub struct Roles {
     /// ends well within the default budget.
     #[serde(default)]
     pub idempotent_writer: Option<Role>,
+    /// A `detach: true` command whose work ends with a non-zero exit of its own after some
+    /// real work (longer than about 1.2 s), so its failure is seen through `job wait`.
+    #[serde(default)]
+    pub failing: Option<Role>,
 }
 
 #[cfg(test)]
@@ -177,6 +181,7 @@ impl Roles {
             ("async", &self.r#async),
             ("stalling", &self.stalling),
             ("idempotent_writer", &self.idempotent_writer),
+            ("failing", &self.failing),
         ];
         all.into_iter().filter_map(|(n, r)| r.as_ref().map(|r| (n, r))).collect()
     }

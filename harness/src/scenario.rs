@@ -17,7 +17,7 @@ pub use crate::schemas::SchemaName;
 
 /// The role names a scenario may need and a profile may define (the manual says what each
 /// promises).
-pub const ROLE_NAMES: [&str; 8] = [
+pub const ROLE_NAMES: [&str; 9] = [
     "detach",
     "resume_reader",
     "resume_writer",
@@ -26,6 +26,7 @@ pub const ROLE_NAMES: [&str; 8] = [
     "async",
     "stalling",
     "idempotent_writer",
+    "failing",
 ];
 
 /// What a scenario needs some command of the manifest to declare before it can judge anything:
@@ -81,8 +82,23 @@ pub fn role_declaration(role: &str) -> Option<Declaration> {
         "stalling" => Some(Declaration::Interruption),
         "async" => Some(Declaration::Async),
         "idempotent_writer" => Some(Declaration::IdempotencyKey),
+        // Its failure is seen through `job wait`, so its work must be able to detach.
+        "failing" => Some(Declaration::Detach),
         _ => None,
     }
+}
+
+/// Whether a role's work ends in a failure of its command's own (a non-zero exit other than
+/// INCOMPLETE), not in success: its calibration run must fail, every other role's succeed.
+pub fn role_fails(role: &str) -> bool {
+    role == "failing"
+}
+
+/// Whether a calibration run of `role` that exited `code` ended as the role's work must: in
+/// success, or for a [`role_fails`] role in a failure of its own (neither 0 nor INCOMPLETE 14,
+/// which is no ending).
+pub fn calibration_exit_fits(role: &str, code: i32) -> bool {
+    if role_fails(role) { code != 0 && code != 14 } else { code == 0 }
 }
 
 /// How strongly the contract asks for a criterion.

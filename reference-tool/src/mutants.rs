@@ -266,6 +266,23 @@ mutants! {
     /// A cancelled job's worker stops the work and records the end, but its process lives on
     /// (no process of a stopped job is left).
     CancelledWorkerLingers = "cancelled-worker-lingers",
+    /// `analyze` ignores the checkpoint a lost job left, so the identical invocation after
+    /// JOB_LOST starts over from zero (it continues from the last checkpoint).
+    LostJobRestartsFromZero = "lost-job-restarts-from-zero",
+    /// `job status` of a lost job answers 14 as if it still ran (it is 1 JOB_LOST, like
+    /// `job wait`).
+    LostJobStatusRunning = "lost-job-status-running",
+    /// `job wait` on a job that failed with its command's own exit answers 1 instead (it
+    /// relays the command's own exit code).
+    FailedJobWaitExits1 = "failed-job-wait-exits-1",
+    /// `job status` of a job that failed exits 0, as if it had succeeded.
+    FailedJobStatusExits0 = "failed-job-status-exits-0",
+    /// `job wait` and `job status` of a lost job leave out `error.detail` (it holds the tail
+    /// of the job's log).
+    LostJobWithoutDetail = "lost-job-without-detail",
+    /// `job wait` refuses a job of an async command (one runtime serves every background
+    /// job: it waits for it like for a detached one).
+    AsyncJobWaitRefused = "async-job-wait-refused",
 }
 
 impl Mutant {
@@ -894,6 +911,17 @@ pub fn reader_resumes_from<T>(job: &JobContext<'_>, restored: Option<T>) -> Opti
     restored.filter(|_| !starts_over)
 }
 
+/// For [`Mutant::LostJobRestartsFromZero`]: an invocation of a detached resume command throws
+/// the checkpoint of its identity away before its job is seeded from it, so a new job after a
+/// lost one (the only new job that finds one: completion and cancel remove it) starts over.
+pub fn new_detached_job_drops_checkpoint(store: &JobStore, view: &JobView) {
+    if active(Mutant::LostJobRestartsFromZero) {
+        let _ = std::fs::remove_file(
+            store.checkpoint_path(&view.record.instance, &view.record.identity),
+        );
+    }
+}
+
 /// For [`Mutant::CompletedCheckpointKept`]: whether completed work keeps its last checkpoint.
 pub fn completed_checkpoint_kept() -> bool {
     active(Mutant::CompletedCheckpointKept)
@@ -916,7 +944,8 @@ pub fn async_descriptor(mut descriptor: Value) -> Value {
 /// `job wait`'s answer (reference: `response`). [`Mutant::RelayedResultLosesData`] relays a
 /// success with `data` null; [`Mutant::JobWaitStaleProgress`] reports `progress.done` 0;
 /// [`Mutant::ResultDeliveredOnce`] answers a second wait on an ended job with NOT_FOUND (it
-/// marks job `id` delivered in the state directory `state`).
+/// marks job `id` delivered in the state directory `state`); [`Mutant::FailedJobWaitExits1`]
+/// answers a job that failed with its command's own exit with 1.
 pub fn job_wait_answer(mut response: Response, state: Option<PathBuf>, id: &JobId) -> Response {
     if active(Mutant::ResultDeliveredOnce)
         && response.exit != Exit::INCOMPLETE
@@ -935,6 +964,12 @@ pub fn job_wait_answer(mut response: Response, state: Option<PathBuf>, id: &JobI
     if active(Mutant::RelayedResultLosesData) && response.exit == Exit::SUCCESS {
         response.data = Value::Null;
     }
+    response = lost_job_detail(response);
+    // The runtime's own endings (1 JOB_LOST / CANCELLED, 10 STALLED / TIMEOUT) stay.
+    let runtime_exits = [Exit::SUCCESS, Exit::GENERAL_ERROR, Exit::TIMEOUT, Exit::INCOMPLETE];
+    if active(Mutant::FailedJobWaitExits1) && !runtime_exits.contains(&response.exit) {
+        response.exit = Exit::GENERAL_ERROR;
+    }
     if active(Mutant::JobWaitStaleProgress)
         && response.exit == Exit::INCOMPLETE
         && let Some(done) = response.data.pointer_mut("/progress/done")
@@ -944,6 +979,41 @@ pub fn job_wait_answer(mut response: Response, state: Option<PathBuf>, id: &JobI
     response
 }
 
+/// A `job` built-in's answer (reference: `response`). [`Mutant::LostJobWithoutDetail`] drops
+/// a JOB_LOST answer's `error.detail`.
+fn lost_job_detail(mut response: Response) -> Response {
+    if active(Mutant::LostJobWithoutDetail)
+        && let Some(error) = &mut response.error
+        && error.code == jobs::JOB_LOST
+    {
+        error.detail = None;
+    }
+    response
+}
+
+/// For [`Mutant::AsyncJobWaitRefused`]: `job wait` on job `id` of an async command is
+/// refused with PRECONDITION 4.
+pub fn async_job_wait(
+    app: &App,
+    store: &JobStore,
+    conn: &Connection,
+    instance: &str,
+    id: &JobId,
+) -> Result<(), Failure> {
+    if !active(Mutant::AsyncJobWaitRefused) {
+        return Ok(());
+    }
+    let Ok(view) = store.get(conn, instance, id) else { return Ok(()) };
+    if app.registry().get(&view.record.command_path).is_some_and(|s| s.is_async) {
+        return Err(Failure::new(
+            Exit::PRECONDITION,
+            "NOT_A_DETACHED_JOB",
+            "job wait serves detached jobs; ask job status",
+        ));
+    }
+    Ok(())
+}
+
 /// For [`Mutant::JobStatusWaits`]: whether `job status` waits like `job wait`.
 pub fn job_status_waits() -> bool {
     active(Mutant::JobStatusWaits)
@@ -951,8 +1021,20 @@ pub fn job_status_waits() -> bool {
 
 /// `job status`'s answer for `view` (reference: `response`). [`Mutant::AsyncStatusExits3`]
 /// exits 3 for a running async job; [`Mutant::EndedJobStatusExits3`] for any job that
-/// succeeded.
+/// succeeded; [`Mutant::LostJobStatusRunning`] answers a lost job with 14 INCOMPLETE;
+/// [`Mutant::FailedJobStatusExits0`] answers a failed one with exit 0.
 pub fn job_status_answer(app: &App, view: &JobView, mut response: Response) -> Response {
+    if active(Mutant::LostJobStatusRunning) && view.status == JobStatus::Lost {
+        response = Response::failure(Failure::new(
+            Exit::INCOMPLETE,
+            "INCOMPLETE",
+            "the job is still running",
+        ));
+    }
+    if active(Mutant::FailedJobStatusExits0) && view.status == JobStatus::Failed {
+        response.exit = Exit::SUCCESS;
+    }
+    response = lost_job_detail(response);
     if active(Mutant::EndedJobStatusExits3) && response.exit == Exit::SUCCESS {
         response.exit = Exit::PARTIAL_FAILURE;
     }

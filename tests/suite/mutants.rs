@@ -278,6 +278,13 @@ fn reftool_targets(mutant: Mutant) -> &'static [&'static str] {
         Mutant::CancelledWorkerLingers => {
             &["cancel-leaves-no-worker", "cancelled-writer-stops-its-effect"]
         }
+        Mutant::LostJobRestartsFromZero | Mutant::LostJobStatusRunning => {
+            &["lost-job-resumes-from-its-checkpoint"]
+        }
+        Mutant::LostJobWithoutDetail => &["lost-job-tells-its-log-tail"],
+        Mutant::FailedJobWaitExits1 => &["failed-job-wait-keeps-its-exit"],
+        Mutant::FailedJobStatusExits0 => &["job-status-tells-a-failed-job"],
+        Mutant::AsyncJobWaitRefused => &["job-wait-ends-an-async-job"],
     }
 }
 

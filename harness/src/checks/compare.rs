@@ -54,9 +54,9 @@ pub fn same_response(
 }
 
 /// `matches_calibrated`: after redaction, the response equals the role's `--budget 0` one, and
-/// the process exits as that run did: 0, since a role's calibration succeeds (REQ-F-082: the
-/// work's own response *with its own exit code*; a right envelope under a wrong exit is no
-/// match).
+/// the process exits as that run did (REQ-F-082: the work's own response *with its own exit
+/// code*; a right envelope under a wrong exit is no match): with its `meta.exit_code`, 0 for
+/// every role but `failing`, whose calibration fails with a code of its own.
 pub(super) fn matches_calibrated(
     expect: &Expect,
     obs: &Observation,
@@ -71,14 +71,15 @@ pub(super) fn matches_calibrated(
             let want = core(&Redactor::new().with_sandbox_root(root).redact(calibrated));
             let got = core(&Redactor::new().with_sandbox_root(&obs.sandbox_root).redact(response));
             if want == got {
+                let calibrated_exit = want["exit_code"].as_i64().unwrap_or(0);
                 return match obs.exit_code() {
-                    Some(0) => Vec::new(),
+                    Some(code) if i64::from(code) == calibrated_exit => Vec::new(),
                     _ => vec![
                         Finding::new(
                             FindingKind::CalibratedEquality,
                             "the response is the one the work gives with --budget 0, but not its exit",
                         )
-                        .expected("exit 0, as the --budget 0 run")
+                        .expected(format!("exit {calibrated_exit}, as the --budget 0 run"))
                         .actual(obs.record.ended.to_string()),
                     ],
                 };

@@ -908,6 +908,21 @@ fn matches_calibrated_compares_ok_data_error_and_exit_code() {
 }
 
 #[test]
+fn matches_calibrated_wants_a_failing_role_s_own_exit() {
+    let e = expect(json!({ "matches_calibrated": true }));
+    let failure = json!({ "ok": false, "data": null, "warnings": [],
+        "error": { "code": "INPUT_NOT_TEXT", "message": "not text" },
+        "meta": { "exit_code": 4, "duration_ms": 5 } });
+    let world = World::default().calibrated(failure.clone(), "/tmp/calibration");
+    assert!(world.judge(&e, &responding(failure.clone())).is_empty());
+    // The failure's envelope relayed under exit 1 (or 0) is no match.
+    for code in [0, 1] {
+        let f = only(world.judge(&e, &exited(code, &failure.to_string())));
+        assert_eq!(f.expected.as_deref(), Some("exit 4, as the --budget 0 run"));
+    }
+}
+
+#[test]
 fn differs_from_wants_random_looking_strings() {
     let id = |s: &str| responding(envelope(json!({ "id": s })));
     let e = expect(json!({ "differs_from": [{ "step": "first", "pointer": "/data/id" }] }));

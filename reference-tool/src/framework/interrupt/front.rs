@@ -107,6 +107,7 @@ pub(super) fn front(app: &App, spec: &CommandSpec, call: Call<'_>) -> Result<Res
     sweep_stale_checkpoint_temps(&jobs.store, &view);
     if interruption.detach {
         if interruption.resume {
+            crate::mutants::new_detached_job_drops_checkpoint(&jobs.store, &view);
             seed_progress(spec, &args, &jobs.store, &view);
         }
         let id = hand_off(&mut jobs, &instance, &view)?;

@@ -40,7 +40,9 @@ fn job_id_arg(args: &Args) -> Result<JobId, Failure> {
 pub(super) fn job_wait(app: &App, call: &Call<'_>) -> Result<Response, Failure> {
     let id = job_id_arg(&call.args)?;
     let mut jobs = Jobs::open(app, &call.state)?;
-    sweep_ended(&jobs.store.clone(), jobs.conn());
+    let store = jobs.store.clone();
+    sweep_ended(&store, jobs.conn());
+    crate::mutants::async_job_wait(app, &store, jobs.conn(), &call.state.instance, &id)?;
     let budget_deadline = call.budget.and_then(|b| b.budget).map(|b| call.invocation.started + b);
     let timeout_deadline = call
         .invocation
