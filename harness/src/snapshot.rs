@@ -37,6 +37,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use crate::observe::INCOMPLETE;
 use crate::outcome::FindingKind;
 use crate::outcome::{Ended, Finding, Note, ReproCommand, ScenarioResult, Status, StepRecord};
 use crate::redact::{Redactor, job_ids_in_command};
@@ -235,9 +236,6 @@ impl SnapshotStore {
         Ok(())
     }
 }
-
-/// The INCOMPLETE exit code.
-const INCOMPLETE: i32 = 14;
 
 /// The steps to snapshot and the names of their files: a continuation chain collapses to its
 /// final run (see the module docs).

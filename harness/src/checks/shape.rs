@@ -10,10 +10,10 @@ use serde_json::Value;
 
 use super::StepFacts;
 use crate::discover::Commands;
+use crate::observe::INCOMPLETE;
 use crate::observe::Observation;
 use crate::outcome::{Finding, FindingKind};
 use crate::scenario::Expect;
-use crate::step::INCOMPLETE;
 
 /// A command a step's responses may answer for, with what its INCOMPLETE entry declares.
 #[derive(Debug, Clone, PartialEq, Eq)]

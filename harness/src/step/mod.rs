@@ -43,8 +43,7 @@ use crate::scenario::{
 
 /// Default bound on a step without calibration.
 pub const DEFAULT_STEP_LIMIT: Duration = Duration::from_secs(30);
-/// The tool's exit code INCOMPLETE (CONTRACT §1): the work goes on, run `continue_command`.
-pub const INCOMPLETE: i32 = 14;
+pub use crate::observe::INCOMPLETE;
 /// The fewest hops a continue loop without `max_hops` allows (see `continuation::hop_limit`).
 pub const DEFAULT_MAX_HOPS: u32 = 100;
 
