@@ -408,6 +408,9 @@ pub enum FindingKind {
     PipesReleased,
     /// `data.progress.done` went back or is not a whole number.
     ProgressMonotonic,
+    /// Continuations stayed flat as often as the agent's loop cancels after, while the work
+    /// went on to its end.
+    ProgressStalls,
     /// Prose on stdout.
     Prose,
     /// `/data` differs where it must be equal.
@@ -467,6 +470,7 @@ impl FindingKind {
             FindingKind::MissingCommand => "missing-command",
             FindingKind::PipesReleased => "pipes-released",
             FindingKind::ProgressMonotonic => "progress-monotonic",
+            FindingKind::ProgressStalls => "progress-stalls",
             FindingKind::Prose => "prose",
             FindingKind::SameData => "same-data",
             FindingKind::SameResponse => "same-response",

@@ -366,6 +366,12 @@ pub const CHECKS: &[Check] = &[
         needs_response: false,
         judge: Judge::Step(json::warnings),
     },
+    Check {
+        key: Some("stalls_below"),
+        active: |e| e.stalls_below.is_some(),
+        needs_response: false,
+        judge: Judge::Step(progress::stalls_below),
+    },
     // Judged across the step, but each observation without a response is a finding of its own.
     Check {
         key: Some("same"),
@@ -417,7 +423,8 @@ pub fn check_one(expect: &Expect, obs: &Observation, ctx: &Context<'_>) -> Vec<F
         .collect()
 }
 
-/// Judges the checks that look at all observations of one step together (`warnings`, `same`).
+/// Judges the checks that look at all observations of one step together (`warnings`,
+/// `stalls_below`, `same`).
 pub fn check_all(expect: &Expect, step: &str, observations: &[&Observation]) -> Vec<Finding> {
     let mut findings = Vec::new();
     for check in CHECKS {
