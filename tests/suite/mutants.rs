@@ -250,6 +250,15 @@ fn reftool_targets(mutant: Mutant) -> &'static [&'static str] {
         }
         Mutant::SigintExits1 => &["sigint-ends-the-stream-cancelled", "sigint-cancels-with-130"],
         Mutant::SigintNotPartial => &["sigint-ends-the-stream-cancelled"],
+        Mutant::StaleProgressOnWait => &[
+            "job-wait-reports-growing-progress",
+            "job-wait-progress-grows",
+            "continue-loop-shows-growing-progress",
+            "progress-is-reported",
+        ],
+        Mutant::IdentityIgnoresCwd => &["another-directory-starts-its-own-job"],
+        Mutant::IdentityIgnoresStdin => &["other-stdin-starts-its-own-job"],
+        Mutant::IdentityIgnoresInstance => &["another-instance-starts-its-own-job"],
     }
 }
 
