@@ -28,6 +28,7 @@ use crate::schemas::unwrap_manifest;
 fn role_hint(role: &str) -> &'static str {
     match role {
         "detach" => "detach: true; give it at least about 2 s of work",
+        "detach_stdin" => "detach: true, reading its input from stdin (give it as stdin_text)",
         "detach_only" => "detach: true, resume: false",
         "resume_reader" => "resume: true, detach: false, read-only",
         "resume_writer" => "resume: true, detach: false, writes; takes --idempotency-key",

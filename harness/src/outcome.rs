@@ -428,6 +428,9 @@ pub enum FindingKind {
     ProgressMonotonic,
     /// A process of the scenario was still alive at the end of the bound a step gave it.
     ProcessesAlive,
+    /// Continuations stayed flat as often as the agent's loop cancels after, while the work
+    /// went on to its end.
+    ProgressStalls,
     /// Prose on stdout.
     Prose,
     /// `/data` differs where it must be equal.
@@ -490,6 +493,7 @@ impl FindingKind {
             FindingKind::PipesReleased => "pipes-released",
             FindingKind::ProgressMonotonic => "progress-monotonic",
             FindingKind::ProcessesAlive => "processes-alive",
+            FindingKind::ProgressStalls => "progress-stalls",
             FindingKind::Prose => "prose",
             FindingKind::SameData => "same-data",
             FindingKind::SameResponse => "same-response",

@@ -113,6 +113,10 @@ pub struct Roles {
     /// A `detach: true` command whose work takes at least about a second.
     #[serde(default)]
     pub detach: Option<Role>,
+    /// A `detach: true` command that reads its input from stdin: the role's `stdin_text`,
+    /// which a step's `stdin_text` replaces.
+    #[serde(default)]
+    pub detach_stdin: Option<Role>,
     /// A read-only `resume: true`, `detach: false` command.
     #[serde(default)]
     pub resume_reader: Option<Role>,
@@ -174,6 +178,7 @@ impl Roles {
     pub fn by_name(&self) -> BTreeMap<&'static str, &Role> {
         let all = [
             ("detach", &self.detach),
+            ("detach_stdin", &self.detach_stdin),
             ("resume_reader", &self.resume_reader),
             ("resume_writer", &self.resume_writer),
             ("detach_only", &self.detach_only),

@@ -17,8 +17,9 @@ pub use crate::schemas::SchemaName;
 
 /// The role names a scenario may need and a profile may define (the manual says what each
 /// promises).
-pub const ROLE_NAMES: [&str; 9] = [
+pub const ROLE_NAMES: [&str; 10] = [
     "detach",
+    "detach_stdin",
     "resume_reader",
     "resume_writer",
     "detach_only",
@@ -75,7 +76,7 @@ impl Declaration {
 /// fill (`plain_slow`: a command without interruption).
 pub fn role_declaration(role: &str) -> Option<Declaration> {
     match role {
-        "detach" => Some(Declaration::Detach),
+        "detach" | "detach_stdin" => Some(Declaration::Detach),
         "detach_only" => Some(Declaration::DetachOnly),
         "resume_reader" => Some(Declaration::ResumeReader),
         "resume_writer" => Some(Declaration::ResumeWriter),
@@ -162,6 +163,9 @@ pub struct Scenario {
 }
 
 /// One step of a scenario, chosen by its `action` key.
+// A scenario holds a handful of steps, parsed once per run: boxing the run step would cost
+// every match a dereference and save nothing measurable.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "action", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum Step {
@@ -236,6 +240,11 @@ pub struct RunStep {
     /// line the tool builds from it must quote it to work.
     #[serde(default)]
     pub tool_dir: Option<String>,
+    /// Run the tool in this directory of the sandbox's working directory (relative, without
+    /// `.` or `..`; an earlier step makes it) instead of the working directory itself: the same
+    /// argv from another working directory is another invocation (REQ-F-081's job identity).
+    #[serde(default)]
+    pub cwd: Option<String>,
     /// Instead of a role: run once for each kit probe of this kind in the profile (in order;
     /// `args` follow the probe's argv). A step whose kind the profile has no probes of runs
     /// nothing; a scenario none of whose probe steps has any is skipped.
@@ -724,6 +733,12 @@ pub struct Expect {
     /// `data.progress.done` never decreases across the scenario's responses so far (per job).
     #[serde(default)]
     pub progress_monotonic: Option<bool>,
+    /// Continue only: fewer than this many hops are stalls, as REQ-F-082's agent loop counts
+    /// them (a hop that exits 14 with a `data.progress.done` not above the hop before it),
+    /// when the loop ends with exit 0: the work went on, so an agent cancelling at that many
+    /// stalls would have cancelled live work.
+    #[serde(default)]
+    pub stalls_below: Option<u32>,
     /// After redaction, the response equals the calibrated (`--budget 0`) response of the role.
     #[serde(default)]
     pub matches_calibrated: Option<bool>,
@@ -1348,14 +1363,16 @@ fn validate(s: &Scenario) -> Result<(), String> {
                         "step `{name}`: `stdin` and `stdin_text` exclude each other"
                     ));
                 }
-                if let Some(dir) = &r.tool_dir
-                    && (dir.is_empty()
-                        || dir.starts_with('/')
-                        || dir.split('/').any(|part| part == ".." || part == "."))
-                {
-                    return Err(format!(
-                        "step `{name}`: `tool_dir` must be a relative path without . or .."
-                    ));
+                for (key, dir) in [("tool_dir", &r.tool_dir), ("cwd", &r.cwd)] {
+                    if let Some(dir) = dir
+                        && (dir.is_empty()
+                            || dir.starts_with('/')
+                            || dir.split('/').any(|part| part == ".." || part == "."))
+                    {
+                        return Err(format!(
+                            "step `{name}`: `{key}` must be a relative path without . or .."
+                        ));
+                    }
                 }
                 if r.kit_hangs == Some(true)
                     && !matches!(r.probe, Some(k) if !matches!(k, ProbeKind::Stream | ProbeKind::StreamSignal))
@@ -1406,6 +1423,9 @@ fn validate(s: &Scenario) -> Result<(), String> {
             Step::ElapsedSince(e) => refer(&e.since, "`since`")?,
         }
         if let Some(e) = step.expect() {
+            if e.stalls_below.is_some() && !matches!(step, Step::Continue(_)) {
+                return Err(format!("step `{name}`: `stalls_below` belongs to continue steps"));
+            }
             if let Some(other) = &e.same_response_as {
                 refer(other, "`same_response_as`")?;
             }

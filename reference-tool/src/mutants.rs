@@ -49,6 +49,7 @@ use crate::runtime::budget::{
     self, BudgetError, BudgetInputs, BudgetSource, ResolvedBudget, resolve_budget,
 };
 use crate::runtime::context::JobContext;
+use crate::runtime::identity::IdentityKey;
 use crate::runtime::ids::JobId;
 use crate::runtime::jobs::{
     self, CancelOutcome, JobError, JobOutcome, JobStatus, JobStore, JobView,
@@ -283,6 +284,18 @@ mutants! {
     /// `job wait` refuses a job of an async command (one runtime serves every background
     /// job: it waits for it like for a detached one).
     AsyncJobWaitRefused = "async-job-wait-refused",
+    /// `job wait` answers, while the job runs, the progress of the job's hand-off, never
+    /// refreshed (it answers fresh progress).
+    StaleProgressOnWait = "stale-progress-on-wait",
+    /// The invocation identity leaves out the working directory, so the same argv from
+    /// another directory attaches to this directory's job (jobs are keyed by it too).
+    IdentityIgnoresCwd = "identity-ignores-cwd",
+    /// The invocation identity leaves out the stdin digest, so the same argv over other stdin
+    /// bytes attaches to the job of the first bytes.
+    IdentityIgnoresStdin = "identity-ignores-stdin",
+    /// The invocation identity leaves out the instance and an invocation attaches to a
+    /// running job of any instance (jobs are owned by their instance).
+    IdentityIgnoresInstance = "identity-ignores-instance",
 }
 
 impl Mutant {
@@ -943,13 +956,14 @@ pub fn async_descriptor(mut descriptor: Value) -> Value {
 
 /// `job wait`'s answer (reference: `response`). [`Mutant::RelayedResultLosesData`] relays a
 /// success with `data` null; [`Mutant::JobWaitStaleProgress`] reports `progress.done` 0;
+/// [`Mutant::StaleProgressOnWait`] the progress of the job's hand-off;
 /// [`Mutant::ResultDeliveredOnce`] answers a second wait on an ended job with NOT_FOUND (it
 /// marks job `id` delivered in the state directory `state`); [`Mutant::FailedJobWaitExits1`]
 /// answers a job that failed with its command's own exit with 1.
 pub fn job_wait_answer(mut response: Response, state: Option<PathBuf>, id: &JobId) -> Response {
     if active(Mutant::ResultDeliveredOnce)
         && response.exit != Exit::INCOMPLETE
-        && let Some(dir) = state
+        && let Some(dir) = state.as_ref()
     {
         let marker = dir.join(format!("delivered-{}", id.as_str()));
         if marker.exists() {
@@ -976,6 +990,9 @@ pub fn job_wait_answer(mut response: Response, state: Option<PathBuf>, id: &JobI
     {
         *done = json!(0);
     }
+    if active(Mutant::StaleProgressOnWait) && response.exit == Exit::INCOMPLETE {
+        stale_wait_progress(&mut response, state, id);
+    }
     response
 }
 
@@ -987,6 +1004,23 @@ fn lost_job_detail(mut response: Response) -> Response {
         && error.code == jobs::JOB_LOST
     {
         error.detail = None;
+    }
+    response
+}
+
+/// For [`Mutant::StaleProgressOnWait`]: the marker holding the progress of job `id`'s
+/// hand-off, in the state directory `dir`.
+fn hand_off_marker(dir: &std::path::Path, id: &JobId) -> PathBuf {
+    dir.join(format!("mutant-hand-off-progress-{}", id.as_str()))
+}
+
+/// The hand-off's answer for job `id` (reference: `response`, unchanged).
+/// [`Mutant::StaleProgressOnWait`] records its progress in the state directory `state`.
+pub fn hand_off_answer(response: Response, state: Option<PathBuf>, id: &JobId) -> Response {
+    if active(Mutant::StaleProgressOnWait)
+        && let (Some(dir), Some(progress)) = (state, response.data.get("progress"))
+    {
+        let _ = std::fs::write(hand_off_marker(&dir, id), progress.to_string());
     }
     response
 }
@@ -1012,6 +1046,52 @@ pub fn async_job_wait(
         ));
     }
     Ok(())
+}
+
+/// For [`Mutant::StaleProgressOnWait`]: `job wait`'s INCOMPLETE for job `id` carries the
+/// progress its hand-off answered, recorded in the state directory `state`.
+fn stale_wait_progress(response: &mut Response, state: Option<PathBuf>, id: &JobId) {
+    let (Some(dir), Some(progress)) = (state, response.data.get_mut("progress")) else { return };
+    let marker = hand_off_marker(&dir, id);
+    if let Some(first) =
+        std::fs::read(marker).ok().and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+    {
+        *progress = first;
+    }
+}
+
+/// For [`Mutant::IdentityIgnoresCwd`]: the working directory the identity is keyed by
+/// (reference: `cwd`; the mutant: nothing).
+pub fn identity_cwd(cwd: &[u8]) -> &[u8] {
+    if active(Mutant::IdentityIgnoresCwd) { b"" } else { cwd }
+}
+
+/// For [`Mutant::IdentityIgnoresStdin`]: the stdin digest the identity is keyed by
+/// (reference: `digest`; the mutant: none).
+pub fn identity_stdin(digest: Option<&str>) -> Option<&str> {
+    if active(Mutant::IdentityIgnoresStdin) { None } else { digest }
+}
+
+/// For [`Mutant::IdentityIgnoresInstance`]: the instance the identity is keyed by
+/// (reference: `instance`; the mutant: nothing).
+pub fn identity_instance(instance: &[u8]) -> &[u8] {
+    if active(Mutant::IdentityIgnoresInstance) { b"" } else { instance }
+}
+
+/// The instance whose running job of identity `key` an invocation under `instance` attaches
+/// to (reference: `instance`). [`Mutant::IdentityIgnoresInstance`]: the instance of any
+/// running or paused job of that identity.
+pub fn attach_instance(conn: &Connection, instance: &str, key: &IdentityKey) -> String {
+    if !active(Mutant::IdentityIgnoresInstance) {
+        return instance.to_owned();
+    }
+    conn.query_row(
+        "SELECT instance FROM reftool_jobs WHERE identity = ?1
+           AND status IN ('running', 'paused') ORDER BY created_at_ms LIMIT 1",
+        [key.as_str()],
+        |r| r.get(0),
+    )
+    .unwrap_or_else(|_| instance.to_owned())
 }
 
 /// For [`Mutant::JobStatusWaits`]: whether `job status` waits like `job wait`.

@@ -285,6 +285,15 @@ fn reftool_targets(mutant: Mutant) -> &'static [&'static str] {
         Mutant::FailedJobWaitExits1 => &["failed-job-wait-keeps-its-exit"],
         Mutant::FailedJobStatusExits0 => &["job-status-tells-a-failed-job"],
         Mutant::AsyncJobWaitRefused => &["job-wait-ends-an-async-job"],
+        Mutant::StaleProgressOnWait => &[
+            "job-wait-reports-growing-progress",
+            "job-wait-progress-grows",
+            "continue-loop-shows-growing-progress",
+            "progress-is-reported",
+        ],
+        Mutant::IdentityIgnoresCwd => &["another-directory-starts-its-own-job"],
+        Mutant::IdentityIgnoresStdin => &["other-stdin-starts-its-own-job"],
+        Mutant::IdentityIgnoresInstance => &["another-instance-starts-its-own-job"],
     }
 }
 

@@ -391,6 +391,12 @@ pub const CHECKS: &[Check] = &[
         needs_response: true,
         judge: Judge::Step(shape::retryable_as_declared),
     },
+    Check {
+        key: Some("stalls_below"),
+        active: |e| e.stalls_below.is_some(),
+        needs_response: false,
+        judge: Judge::Step(progress::stalls_below),
+    },
     // Judged across the step, but each observation without a response is a finding of its own.
     Check {
         key: Some("same"),
@@ -443,7 +449,7 @@ pub fn check_one(expect: &Expect, obs: &Observation, ctx: &Context<'_>) -> Vec<F
 }
 
 /// Judges the checks that look at all observations of one step together (`warnings`, `same`,
-/// `budget_recorded`, `retryable_as_declared`).
+/// `stalls_below`, `budget_recorded`, `retryable_as_declared`).
 pub fn check_all(
     expect: &Expect,
     step: &str,

@@ -1,4 +1,5 @@
-//! `progress_monotonic`: reported progress never goes back, across the scenario so far.
+//! `progress_monotonic`: reported progress never goes back, across the scenario so far;
+//! `stalls_below`: a continue loop's hops do not stay flat while the work goes on.
 
 use std::collections::BTreeMap;
 
@@ -58,4 +59,53 @@ pub fn progress_findings(history: &[Observation]) -> Vec<Finding> {
         last.insert(job, (done, obs.record.name.clone()));
     }
     findings
+}
+
+/// `stalls_below`: over the hops of one continue step. REQ-F-082's agent loop counts a
+/// continuation that exits 14 without a larger `data.progress.done` than the response before
+/// it, and cancels at three; REQ-F-081 asks `job wait` for fresh progress. Stalls are judged
+/// only when the loop ended with exit 0, proof that the work went on meanwhile (a loop ending
+/// STALLED or lost had flat hops for a reason). A hop without a readable `done` is neither
+/// growth nor a stall: other checks judge its shape.
+pub(super) fn stalls_below(
+    expect: &Expect,
+    observations: &[&Observation],
+    _facts: &super::StepFacts,
+) -> Vec<Finding> {
+    let Some(limit) = expect.stalls_below else { return Vec::new() };
+    let Some(last) = observations.last() else { return Vec::new() };
+    if last.exit_code() != Some(0) {
+        return Vec::new();
+    }
+    let mut stalls: Vec<(String, u64)> = Vec::new();
+    let mut before: Option<u64> = None;
+    for obs in observations {
+        if obs.exit_code() != Some(14) {
+            continue;
+        }
+        let Some(done) = obs.response().and_then(|r| r.pointer("/data/progress/done")) else {
+            continue;
+        };
+        let Some(done) = done.as_u64() else { continue };
+        if before.is_some_and(|b| done <= b) {
+            stalls.push((obs.record.name.clone(), done));
+        }
+        before = Some(done);
+    }
+    if stalls.len() < limit as usize {
+        return Vec::new();
+    }
+    let list: Vec<String> =
+        stalls.iter().map(|(step, done)| format!("`{step}` at {done}")).collect();
+    vec![
+        Finding::new(
+            FindingKind::ProgressStalls,
+            format!(
+                "{} continuations showed no growth of `data.progress.done` while the work went on to succeed: an agent cancels at {limit}",
+                stalls.len()
+            ),
+        )
+        .expected(format!("fewer than {limit} flat continuations"))
+        .actual(list.join(", ")),
+    ]
 }

@@ -220,6 +220,7 @@ fn sample(key: &str) -> Value {
         "no_ansi" => json!(["stdout"]),
         "warnings" => json!(["W"]),
         "envelope" => json!("required"),
+        "stalls_below" => json!(3),
         "same_response_as"
         | "same_stdout_as"
         | "stdout_differs_from"
@@ -1026,6 +1027,56 @@ fn progress_never_goes_back_within_a_job() {
     assert_eq!(found[0].step.as_deref(), Some("d"), "named where it went back");
     assert_eq!(found[1].message, "`data.progress.done` is not a whole number ≥ 0");
     assert_eq!(found[1].step.as_deref(), Some("e"));
+}
+
+#[test]
+fn flat_hops_of_a_loop_that_succeeds_are_stalls() {
+    let hop = |name: &'static str, code: i32, done: Option<u64>| {
+        let data = match done {
+            Some(d) => json!({ "state": "running", "progress": { "done": d } }),
+            None => json!({ "rows": 9 }),
+        };
+        let r = envelope(data);
+        Parts {
+            name,
+            termination: Termination::Exited(code),
+            stdout: r.to_string().into_bytes(),
+            ..Parts::default()
+        }
+        .build()
+    };
+    let e = expect(json!({ "stalls_below": 3 }));
+    let flat = [
+        hop("h#1", 14, Some(5)),
+        hop("h#2", 14, Some(5)),
+        hop("h#3", 14, Some(5)),
+        hop("h#4", 14, Some(4)),
+        hop("h#5", 0, None),
+    ];
+    let found = check_all(&e, "h", &flat.iter().collect::<Vec<_>>(), &StepFacts::default());
+    let f = only(found);
+    assert_eq!(f.check, "progress-stalls");
+    assert_eq!(f.actual.as_deref(), Some("`h#2` at 5, `h#3` at 5, `h#4` at 4"));
+    // Two stalls are below the limit; growth in between resets nothing but is no stall.
+    let two = [
+        hop("h#1", 14, Some(5)),
+        hop("h#2", 14, Some(5)),
+        hop("h#3", 14, Some(6)),
+        hop("h#4", 14, Some(6)),
+        hop("h#5", 0, None),
+    ];
+    assert!(check_all(&e, "h", &two.iter().collect::<Vec<_>>(), &StepFacts::default()).is_empty());
+    // A loop that did not end in success had its flat hops for a reason: not judged.
+    let stalled = [
+        hop("h#1", 14, Some(5)),
+        hop("h#2", 14, Some(5)),
+        hop("h#3", 14, Some(5)),
+        hop("h#4", 14, Some(5)),
+        hop("h#5", 10, None),
+    ];
+    assert!(
+        check_all(&e, "h", &stalled.iter().collect::<Vec<_>>(), &StepFacts::default()).is_empty()
+    );
 }
 
 // ---- stream.rs ----

@@ -321,7 +321,7 @@ impl ScenarioState<'_> {
         let mut inv = Invocation::new(
             Program::Argv(argv.iter().map(OsString::from).collect()),
             env.clone(),
-            self.work.clone(),
+            self.step_cwd(r.cwd.as_deref())?,
         );
         inv.stdin = stdin;
         // A kit probe runs under the kit's limit when the profile sets one: a run still going
@@ -417,6 +417,19 @@ impl ScenarioState<'_> {
     }
 
     /// A symbolic link to the tool, under its own name, in `dir` inside the sandbox.
+    /// The working directory of a run step: the sandbox's, or its subdirectory `cwd`, which an
+    /// earlier step made. A symbolic link is refused: the tool is never sent outside the
+    /// sandbox.
+    fn step_cwd(&self, cwd: Option<&str>) -> Result<PathBuf, String> {
+        let Some(dir) = cwd else { return Ok(self.work.clone()) };
+        let path = self.work.join(dir);
+        match std::fs::symlink_metadata(&path) {
+            Ok(meta) if meta.is_dir() => Ok(path),
+            Ok(_) => Err(format!("`cwd` {dir:?} is no directory of the working directory")),
+            Err(e) => Err(format!("`cwd` {dir:?}: {e} (make it in an earlier step)")),
+        }
+    }
+
     fn tool_link(&self, dir: &str) -> Result<PathBuf, String> {
         let name = self.subject.tool.path.file_name().ok_or("the tool path has no file name")?;
         let dir = self.sandbox_root.join(dir);

@@ -128,13 +128,13 @@ impl InvocationIdentity {
         for a in &self.args {
             feed(&mut h, "arg", a.as_bytes());
         }
-        feed(&mut h, "cwd", self.cwd.as_os_str().as_bytes());
+        feed(&mut h, "cwd", crate::mutants::identity_cwd(self.cwd.as_os_str().as_bytes()));
         feed(&mut h, "version", self.tool_version.as_bytes());
-        feed_opt(&mut h, "stdin", self.stdin_digest.as_deref());
+        feed_opt(&mut h, "stdin", crate::mutants::identity_stdin(self.stdin_digest.as_deref()));
         if with_key {
             feed_opt(&mut h, "key", self.idempotency_key.as_deref());
         }
-        feed(&mut h, "instance", self.instance.as_bytes());
+        feed(&mut h, "instance", crate::mutants::identity_instance(self.instance.as_bytes()));
         h
     }
 

@@ -741,16 +741,20 @@ impl JobStore {
         let key = new.identity.key();
         let now = now_ms();
         let tx = immediate(conn)?;
+        // An invocation attaches only to a job of its own instance.
+        let attach_to = crate::mutants::attach_instance(&tx, instance, &key);
+        let attach_to = attach_to.as_str();
         let active: Option<String> = tx
             .query_row(
                 "SELECT job_id FROM reftool_jobs WHERE instance = ?1 AND identity = ?2
                    AND status IN ('running', 'paused')",
-                params![instance, key.as_str()],
+                params![attach_to, key.as_str()],
                 |r| r.get(0),
             )
             .optional()?;
         if let Some(active) = active {
             let id = JobId::parse(&active)?;
+            let instance = attach_to;
             let view = self.settle(&tx, instance, &id, now)?;
             match view.status {
                 JobStatus::Running => {

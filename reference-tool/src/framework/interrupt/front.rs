@@ -84,7 +84,7 @@ pub(super) fn front(app: &App, spec: &CommandSpec, call: Call<'_>) -> Result<Res
             return wait_and_answer(
                 &mut jobs,
                 &answering,
-                &instance,
+                &view.record.instance,
                 &view.record.job_id,
                 budget_deadline,
             );
@@ -111,7 +111,8 @@ pub(super) fn front(app: &App, spec: &CommandSpec, call: Call<'_>) -> Result<Res
             seed_progress(spec, &args, &jobs.store, &view);
         }
         let id = hand_off(&mut jobs, &instance, &view)?;
-        return wait_and_answer(&mut jobs, &answering, &instance, &id, budget_deadline);
+        let answer = wait_and_answer(&mut jobs, &answering, &instance, &id, budget_deadline);
+        return answer.map(|r| crate::mutants::hand_off_answer(r, state.ensure_dir().ok(), &id));
     }
     run_inline(
         app,
