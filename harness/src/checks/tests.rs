@@ -80,6 +80,17 @@ fn exited(code: i32, stdout: &str) -> Observation {
     .build()
 }
 
+/// The run `name` of a step (a hop, a copy) that exited with `code` after answering `response`.
+fn named_run(name: &'static str, code: i32, response: &Value) -> Observation {
+    Parts {
+        name,
+        termination: Termination::Exited(code),
+        stdout: response.to_string().into_bytes(),
+        ..Parts::default()
+    }
+    .build()
+}
+
 /// A process that answered `response` on stdout with its `meta.exit_code` (0 if none).
 fn responding(response: Value) -> Observation {
     let code = response.pointer("/meta/exit_code").and_then(Value::as_i64).unwrap_or(0);
@@ -765,13 +776,7 @@ fn hop(
         .map_or(Value::Null, |r| json!({ "code": "INCOMPLETE", "message": "m", "retryable": r }));
     let response =
         json!({ "ok": code == 0, "data": {}, "error": error, "warnings": [], "meta": meta });
-    Parts {
-        name,
-        termination: Termination::Exited(code),
-        stdout: response.to_string().into_bytes(),
-        ..Parts::default()
-    }
-    .build()
+    named_run(name, code, &response)
 }
 
 fn entries(list: &[(&str, Option<bool>)]) -> StepFacts {
@@ -1036,14 +1041,7 @@ fn flat_hops_of_a_loop_that_succeeds_are_stalls() {
             Some(d) => json!({ "state": "running", "progress": { "done": d } }),
             None => json!({ "rows": 9 }),
         };
-        let r = envelope(data);
-        Parts {
-            name,
-            termination: Termination::Exited(code),
-            stdout: r.to_string().into_bytes(),
-            ..Parts::default()
-        }
-        .build()
+        named_run(name, code, &envelope(data))
     };
     let e = expect(json!({ "stalls_below": 3 }));
     let flat = [
