@@ -291,11 +291,12 @@ fn reftool_targets(mutant: Mutant) -> &'static [&'static str] {
         Mutant::FailedJobWaitExits1 => &["failed-job-wait-keeps-its-exit"],
         Mutant::FailedJobStatusExits0 => &["job-status-tells-a-failed-job"],
         Mutant::AsyncJobWaitRefused => &["job-wait-ends-an-async-job"],
+        // `progress-is-reported` sees it too, but only when the job moved between the hand-off
+        // and the wait (it missed once in CI): the rows assert what every run catches.
         Mutant::StaleProgressOnWait => &[
             "job-wait-reports-growing-progress",
             "job-wait-progress-grows",
             "continue-loop-shows-growing-progress",
-            "progress-is-reported",
         ],
         Mutant::IdentityIgnoresCwd => &["another-directory-starts-its-own-job"],
         Mutant::IdentityIgnoresStdin => &["other-stdin-starts-its-own-job"],
