@@ -125,7 +125,7 @@ fn main() {
     let report = RunReport::new(info, results.clone(), summary);
     let h = time("human report", SCENARIOS, "scenario", || human::render(&report, false));
     let j = time("JSON envelope (serialized)", SCENARIOS, "scenario", || {
-        format!("{:#}", json::envelope(&report))
+        format!("{:#}", json::envelope(&report, json::Evidence::All))
     });
     let x = time("JUnit XML", SCENARIOS, "scenario", || junit::render(&report).unwrap_or_default());
     let m = time("Markdown summary", SCENARIOS, "scenario", || markdown::render(&report));

@@ -153,6 +153,11 @@ pub struct RunArgs {
     /// The report on stdout.
     #[arg(long, value_enum, default_value_t = OutputFormat::Human)]
     pub format: OutputFormat,
+    /// Which records of the JSON report keep the tool's output (its stdout document, its
+    /// stderr): `failures`, those of every scenario that did not pass (a passing scenario's
+    /// records keep their repro, ending and times), or `all`.
+    #[arg(long, value_enum, value_name = "WHICH", default_value_t = crate::report::json::Evidence::Failures)]
+    pub evidence: crate::report::json::Evidence,
     /// Also write a JUnit XML report here.
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
@@ -363,6 +368,7 @@ fn run_command(args: &RunArgs, started: Instant) -> Result<u8, ArgError> {
         junit: args.junit.clone(),
         summary_md: args.summary_md.clone(),
         progress: true,
+        evidence: args.evidence,
     };
     let baseline = match &args.baseline {
         Some(path) => {

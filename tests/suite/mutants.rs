@@ -91,6 +91,11 @@ fn whole_matrix() -> bool {
 }
 
 /// conform's exit codes (harness/src/exit.rs): every `must` passed, or not conformant.
+/// The most a correct tool's whole-catalogue JSON report may weigh: it is a CI artifact, and
+/// a passing scenario's records keep no output by default (`--evidence failures`), so the
+/// report of a tool that passes grows with the catalogue only by what each run was.
+const CORRECT_REPORT_LIMIT: usize = 300_000;
+
 const CONFORM_PASSED: i32 = 0;
 const CONFORM_NOT_CONFORMANT: i32 = 80;
 
@@ -387,6 +392,8 @@ struct Outcome {
     /// Scenario id → the first finding's message, for a failure.
     first_findings: BTreeMap<String, String>,
     elapsed: Duration,
+    /// The size of conform's stdout, the JSON report.
+    report_bytes: usize,
 }
 
 impl Outcome {
@@ -461,7 +468,7 @@ fn run_row(row: &Row) -> Outcome {
     let text = std::fs::read_to_string(&report_path).unwrap();
     let envelope: serde_json::Value = serde_json::from_str(&text)
         .unwrap_or_else(|e| panic!("conform's report for {label} is not JSON ({e}):\n{text}"));
-    let mut outcome = Outcome { elapsed, ..Outcome::default() };
+    let mut outcome = Outcome { elapsed, report_bytes: text.len(), ..Outcome::default() };
     for scenario in envelope["data"]["scenarios"].as_array().unwrap() {
         let id = scenario["id"].as_str().unwrap().to_owned();
         let status = scenario["status"].as_str().unwrap().to_owned();
@@ -511,7 +518,13 @@ fn check_row(row: &Row) -> Result<(), Failed> {
     let problems = row_problems(row, &outcome);
     {
         let mut stdout = std::io::stdout().lock();
-        let _ = writeln!(stdout, "{line}\n{} in {:.1?}", row.label(), outcome.elapsed);
+        let _ = writeln!(
+            stdout,
+            "{line}\n{} in {:.1?}, report {} bytes",
+            row.label(),
+            outcome.elapsed,
+            outcome.report_bytes
+        );
         for (id, reason) in &outcome.skip_reasons {
             let _ = writeln!(stdout, "  skipped {id}: {reason}");
         }
@@ -561,6 +574,14 @@ fn row_problems(row: &Row, outcome: &Outcome) -> Vec<String> {
                 problems.push(format!(
                     "{} failed {failed:?} (expected exactly {known:?}): {details:#?}",
                     row.label()
+                ));
+            }
+            if row.tool == Tool::Reftool && outcome.report_bytes > CORRECT_REPORT_LIMIT {
+                problems.push(format!(
+                    "the JSON report on {} is {} bytes, over the {CORRECT_REPORT_LIMIT} a CI \
+                     artifact may weigh",
+                    row.label(),
+                    outcome.report_bytes
                 ));
             }
         }

@@ -16,6 +16,12 @@
 //!   printed it carries `"stdout_ref": "manifest"` with the document left out of its `envelope`
 //!   (the envelope's `data`, or the whole envelope for a bare manifest). A reader puts it back
 //!   with [`restore_manifest`]. The envelope is printed on one line.
+//! * Like a test runner, which keeps no output of a passing test, the records of a passing
+//!   scenario keep what was run and how it ended (`repro`, `ended`, the times, the byte counts)
+//!   without the tool's output: no `envelope`, no `stdout_ref`, no `stdout.text` or
+//!   `stderr.text`, and `"output_omitted": true` says so. Every scenario that did not pass keeps
+//!   its records whole. `data.evidence` names the rule: `failures` (the default), or `all`
+//!   with `conform run --evidence all`, which keeps every record whole ([`Evidence`]).
 //! * `ok` is true exactly when `meta.exit_code` is 0 (see `exit`).
 //! * `error` is null on success, otherwise `{code, message, context}` with code
 //!   `NOT_CONFORMANT`, `BASELINE_MISMATCH` or `HARNESS_ERROR`.
@@ -31,16 +37,43 @@ use crate::exit;
 use crate::outcome::{ScenarioResult, SkipReason, Status, StepRecord};
 use crate::schemas::unwrap_manifest;
 
+/// Which records of the report keep the tool's output (`conform run --evidence`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Evidence {
+    /// Only the records of scenarios that did not pass: a passing one's are kept without
+    /// the tool's output, which is most of a report's size.
+    #[default]
+    Failures,
+    /// Every record, whole.
+    All,
+}
+
+impl Evidence {
+    /// How `data.evidence` names it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Evidence::Failures => "failures",
+            Evidence::All => "all",
+        }
+    }
+
+    /// Whether the records of a scenario with this status keep the tool's output.
+    fn keeps_output_of(self, status: &Status) -> bool {
+        self == Evidence::All || *status != Status::Pass
+    }
+}
+
 /// Writes the envelope when the run finishes.
 pub struct JsonReporter {
     sink: Sink,
+    evidence: Evidence,
     collector: Collector,
 }
 
 impl JsonReporter {
-    /// A reporter writing to `sink`.
-    pub fn new(sink: Sink) -> Self {
-        JsonReporter { sink, collector: Collector::default() }
+    /// A reporter writing to `sink`, keeping the tool's output in the records `evidence` says.
+    pub fn new(sink: Sink, evidence: Evidence) -> Self {
+        JsonReporter { sink, evidence, collector: Collector::default() }
     }
 }
 
@@ -49,7 +82,7 @@ impl Reporter for JsonReporter {
         match self.collector.record(event) {
             Some(report) => {
                 // One line: a CI artifact is read by programs (`jq` indents it for people).
-                let text = format!("{}\n", envelope(&report));
+                let text = format!("{}\n", envelope(&report, self.evidence));
                 self.sink.write_all(&text)
             }
             None => Ok(()),
@@ -57,12 +90,12 @@ impl Reporter for JsonReporter {
     }
 }
 
-/// The report, as the envelope's `data`.
-pub fn data(report: &RunReport) -> Value {
+/// The report, as the envelope's `data`, its records kept as `evidence` says.
+pub fn data(report: &RunReport, evidence: Evidence) -> Value {
     let s = &report.summary;
     let manifest = shared_manifest(report);
     let scenarios: Vec<Value> =
-        report.results.iter().map(|r| scenario_value(r, manifest)).collect();
+        report.results.iter().map(|r| scenario_value(r, manifest, evidence)).collect();
     json!({
         "tool": report.info.tool,
         "spec_version": report.info.spec_version,
@@ -79,6 +112,7 @@ pub fn data(report: &RunReport) -> Value {
         "baseline": s.baseline,
         "partial": s.interrupted,
         "manifest": manifest,
+        "evidence": evidence.as_str(),
         "scenarios": scenarios,
     })
 }
@@ -106,10 +140,16 @@ pub fn shared_manifest(report: &RunReport) -> Option<&Value> {
     candidates.into_iter().find(|(_, n)| *n == most).map(|(document, _)| document)
 }
 
-/// One scenario as the report shows it: its evidence without repeats (see the module docs).
-fn scenario_value(result: &ScenarioResult, manifest: Option<&Value>) -> Value {
+/// One scenario as the report shows it: its evidence without repeats, and without the tool's
+/// output when it passed and `evidence` keeps only failures' (see the module docs).
+fn scenario_value(result: &ScenarioResult, manifest: Option<&Value>, evidence: Evidence) -> Value {
     let mut value = serde_json::to_value(result).unwrap_or(Value::Null);
-    let evidence: Vec<Value> = result.steps.iter().map(|s| evidence_value(s, manifest)).collect();
+    let keep_output = evidence.keeps_output_of(&result.status);
+    let evidence: Vec<Value> = result
+        .steps
+        .iter()
+        .map(|s| if keep_output { evidence_value(s, manifest) } else { record_without_output(s) })
+        .collect();
     if let Some(object) = value.as_object_mut() {
         object.insert("evidence".to_owned(), Value::Array(evidence));
     }
@@ -137,6 +177,21 @@ pub fn evidence_value(step: &StepRecord, manifest: Option<&Value>) -> Value {
         } else if let Some(wrapped) = record.get_mut("envelope").and_then(Value::as_object_mut) {
             wrapped.remove("data");
         }
+    }
+    value
+}
+
+/// One step record without the tool's output: what was run, how it ended, how much it wrote.
+fn record_without_output(step: &StepRecord) -> Value {
+    let mut value = serde_json::to_value(step).unwrap_or(Value::Null);
+    if let Some(record) = value.as_object_mut() {
+        record.remove("envelope");
+        for stream in ["stdout", "stderr"] {
+            if let Some(excerpt) = record.get_mut(stream).and_then(Value::as_object_mut) {
+                excerpt.remove("text");
+            }
+        }
+        record.insert("output_omitted".to_owned(), Value::Bool(true));
     }
     value
 }
@@ -173,8 +228,8 @@ pub fn restore_manifest(data: &mut Value) {
     }
 }
 
-/// The whole envelope of a finished run.
-pub fn envelope(report: &RunReport) -> Value {
+/// The whole envelope of a finished run, its records kept as `evidence` says.
+pub fn envelope(report: &RunReport, evidence: Evidence) -> Value {
     let s = &report.summary;
     let error = match s.exit_code {
         exit::SUCCESS => Value::Null,
@@ -256,7 +311,7 @@ pub fn envelope(report: &RunReport) -> Value {
             })
         })
         .collect();
-    envelope_of(data(report), error, warnings, s.exit_code, s.duration_ms)
+    envelope_of(data(report, evidence), error, warnings, s.exit_code, s.duration_ms)
 }
 
 /// The envelope of a command that succeeded (`list`, `explain`): `data` as given.

@@ -168,6 +168,8 @@ pub struct ReportOptions {
     pub summary_md: Option<PathBuf>,
     /// Progress lines on stderr while running.
     pub progress: bool,
+    /// `--evidence`: which records of the JSON report keep the tool's output.
+    pub evidence: json::Evidence,
 }
 
 /// The reporters for these options, in the order they get each event. Files are created now,
@@ -181,7 +183,9 @@ pub fn reporters(options: &ReportOptions) -> Result<Vec<Box<dyn Reporter>>, Repo
         Format::Human => {
             out.push(Box::new(human::HumanReporter::new(Sink::stdout(), colour_for_stdout())))
         }
-        Format::Json => out.push(Box::new(json::JsonReporter::new(Sink::stdout()))),
+        Format::Json => {
+            out.push(Box::new(json::JsonReporter::new(Sink::stdout(), options.evidence)))
+        }
     }
     if let Some(path) = &options.junit {
         out.push(Box::new(junit::JunitReporter::new(Sink::create_file(path)?)));

@@ -580,6 +580,7 @@ fn a_kit_json_profile_runs_its_probes_on_a_copy_of_its_directory() {
         .arg("--profile")
         .arg(&profile)
         .args(["--only", "read-probes-answer-one-envelope", "--format", "json"])
+        .args(["--evidence", "all"])
         .current_dir(cwd.path())
         .output()
         .unwrap();

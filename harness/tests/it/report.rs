@@ -382,7 +382,7 @@ fn json_envelope_validates_against_both_schemas() {
     let envelope_schema = validator("response-envelope.json");
     let report_schema = validator("conform-report-data.json");
 
-    let failing = json::envelope(&sample_report(sample_results()));
+    let failing = json::envelope(&sample_report(sample_results()), json::Evidence::Failures);
     assert_eq!(errors(&envelope_schema, &failing), Vec::<String>::new());
     assert_eq!(errors(&report_schema, &failing["data"]), Vec::<String>::new());
     assert_eq!(failing["ok"], false);
@@ -398,7 +398,7 @@ fn json_envelope_validates_against_both_schemas() {
 
     let passing_results: Vec<ScenarioResult> =
         sample_results().into_iter().filter(|r| r.status == Status::Pass).collect();
-    let passing = json::envelope(&sample_report(passing_results));
+    let passing = json::envelope(&sample_report(passing_results), json::Evidence::Failures);
     assert_eq!(errors(&envelope_schema, &passing), Vec::<String>::new());
     assert_eq!(errors(&report_schema, &passing["data"]), Vec::<String>::new());
     assert_eq!(passing["ok"], true);
@@ -425,7 +425,7 @@ fn stream_feeds_every_reporter_from_many_threads() {
     let progress_out = SharedBuf::default();
     let stream = EventStream::start(vec![
         Box::new(progress::ProgressReporter::new(progress_out.sink(), false)),
-        Box::new(json::JsonReporter::new(json_out.sink())),
+        Box::new(json::JsonReporter::new(json_out.sink(), json::Evidence::Failures)),
     ]);
     let sender = stream.sender();
     sender.send(Event::RunStarted(info()));
@@ -731,7 +731,7 @@ fn the_json_report_says_the_manifest_once_and_a_reader_can_put_it_back() {
     results[4].steps =
         vec![step("manifest", &["./mytool", "manifest"], 0, Some(manifest_envelope(7)))];
     let report = sample_report(results.clone());
-    let envelope = json::envelope(&report);
+    let envelope = json::envelope(&report, json::Evidence::All);
     let data = &envelope["data"];
     assert_eq!(errors(&validator("response-envelope.json"), &envelope), Vec::<String>::new());
     assert_eq!(errors(&validator("conform-report-data.json"), data), Vec::<String>::new());
@@ -779,8 +779,52 @@ fn the_json_report_says_the_manifest_once_and_a_reader_can_put_it_back() {
 fn a_report_without_a_manifest_has_a_null_one() {
     let mut results = sample_results();
     results[0].steps.clear();
-    let data = json::data(&sample_report(results));
+    let data = json::data(&sample_report(results), json::Evidence::All);
     assert_eq!(data["manifest"], Value::Null);
     assert!(!data.to_string().contains("stdout_ref"));
     assert_eq!(errors(&validator("conform-report-data.json"), &data), Vec::<String>::new());
+}
+
+/// By default a passing scenario's records keep what was run and how it ended, not the tool's
+/// output (as a test runner keeps no output of a passing test); a failed one keeps everything;
+/// `--evidence all` keeps every record whole. The schema knows both.
+#[test]
+fn a_passing_scenario_keeps_its_runs_without_their_output_unless_all_is_asked() {
+    let report = sample_report(sample_results());
+    let schema = validator("conform-report-data.json");
+    let failures = json::data(&report, json::Evidence::Failures);
+    assert_eq!(errors(&schema, &failures), Vec::<String>::new());
+    assert_eq!(failures["evidence"], "failures");
+    let passed = &failures["scenarios"][0];
+    assert_eq!((&passed["id"], &passed["status"]), (&json!("manifest-valid"), &json!("pass")));
+    let record = &passed["evidence"][0];
+    assert_eq!(record["output_omitted"], true, "{record:#}");
+    assert!(record.get("envelope").is_none() && record.get("stdout_ref").is_none(), "{record:#}");
+    assert!(record["stdout"].get("text").is_none() && record["stderr"].get("text").is_none());
+    assert_eq!(record["stdout"]["total_bytes"], 120, "how much it wrote stays");
+    assert_eq!(record["repro"]["command"]["value"], json!(["./mytool", "manifest"]));
+    assert_eq!(record["ended"]["code"], 0);
+
+    let failed = &failures["scenarios"][1];
+    assert_eq!(failed["status"], "fail");
+    let record = &failed["evidence"][0];
+    assert!(record.get("output_omitted").is_none(), "{record:#}");
+    assert_eq!(record["envelope"]["data"]["rows"], 4000);
+    assert!(record["stderr"]["text"].as_str().unwrap().contains("row 1000"));
+
+    let all = json::data(&report, json::Evidence::All);
+    assert_eq!(errors(&schema, &all), Vec::<String>::new());
+    assert_eq!(all["evidence"], "all");
+    let record = &all["scenarios"][0]["evidence"][0];
+    assert!(record.get("output_omitted").is_none(), "{record:#}");
+    assert_eq!(record["envelope"]["data"]["rows"], 4000);
+    assert!(record["stderr"]["text"].is_string());
+
+    // The schema refuses a record that says it left the output out and still holds it.
+    let mut both = failures.clone();
+    both["scenarios"][0]["evidence"][0]["stderr"]["text"] = json!("row 1\n");
+    assert!(!errors(&schema, &both).is_empty());
+    let mut both = failures;
+    both["scenarios"][0]["evidence"][0]["envelope"] = ok_envelope();
+    assert!(!errors(&schema, &both).is_empty());
 }
