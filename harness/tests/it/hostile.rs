@@ -589,9 +589,70 @@ fn an_interrupted_conform_leaves_no_env_cleared_grandchild(#[case] isolation: &s
     assert_eq!(run_groups_of(child.id()), Vec::<PathBuf>::new(), "cgroups left");
 }
 
+/// A cgroup of a test's own, beside the run groups of the conforms the test runner starts:
+/// every conform sweeps the stale run groups beside its own, so a conform started in here is
+/// the only one whose sweep can find the run group a conform killed in here left (another
+/// test's conform, in the runner's cgroup, would otherwise take it first and say so on its own
+/// stderr). Whatever is left in it is killed and it is removed on drop.
+struct PrivateCgroup(PathBuf);
+
+impl PrivateCgroup {
+    /// Made beside `run_group`, the run group of this test process.
+    fn beside(run_group: &std::path::Path, tag: &str) -> Self {
+        let path = run_group.parent().unwrap().join(format!("hostile-{tag}"));
+        std::fs::create_dir(&path).unwrap();
+        PrivateCgroup(path)
+    }
+
+    /// `command`, started in this cgroup: a shell moves itself in, then becomes the program
+    /// (same pid), so nothing of it ever runs outside.
+    fn wrap(&self, command: &std::process::Command) -> std::process::Command {
+        let mut wrapped = std::process::Command::new("/bin/sh");
+        wrapped
+            .args(["-c", r#"echo $$ > "$1/cgroup.procs" && shift && exec "$@""#, "sh"])
+            .arg(&self.0)
+            .arg(command.get_program())
+            .args(command.get_args());
+        for (key, value) in command.get_envs() {
+            match value {
+                Some(value) => wrapped.env(key, value),
+                None => wrapped.env_remove(key),
+            };
+        }
+        if let Some(dir) = command.get_current_dir() {
+            wrapped.current_dir(dir);
+        }
+        wrapped
+    }
+}
+
+impl Drop for PrivateCgroup {
+    fn drop(&mut self) {
+        // Deepest first: a cgroup is removed only once its children are.
+        let mut groups = vec![self.0.clone()];
+        let mut index = 0;
+        while index < groups.len() {
+            let children = std::fs::read_dir(&groups[index]).into_iter().flatten().flatten();
+            groups.extend(children.filter(|e| e.path().is_dir()).map(|e| e.path()));
+            index += 1;
+        }
+        for group in groups.iter().rev() {
+            let _ = std::fs::write(group.join("cgroup.kill"), "1");
+            for _ in 0..50 {
+                if std::fs::remove_dir(group).is_ok() || !group.exists() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    }
+}
+
 /// SIGKILL leaves conform's sandboxes (and, with cgroups, the grandchildren in its run group)
 /// behind; the next run removes the sandboxes of the dead conform, kills what its cgroups
-/// still held, and says so; a sandbox of a live conform (this test's) stays.
+/// still held, and says so; a sandbox of a live conform (this test's) stays. Both conforms run
+/// in a cgroup of the test's own where there are cgroups, so that no other conform on the
+/// machine sweeps the killed one's first.
 #[test]
 fn the_next_run_removes_what_a_killed_conform_left() {
     let tag = unique_digits();
@@ -606,18 +667,22 @@ fn the_next_run_removes_what_a_killed_conform_left() {
         let real = Sandbox::new_in(elsewhere.path()).unwrap();
         std::fs::read_to_string(real.root().join(sandbox::OWNER_FILE)).unwrap()
     };
-    let mut killed = run
-        .conform("auto")
-        .args(["-j", "2"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let here = sandbox::isolation();
+    let private = match &here {
+        sandbox::Isolation::Cgroup { run_group } => Some(PrivateCgroup::beside(run_group, &tag)),
+        _ => None,
+    };
+    let started = |command: std::process::Command| match &private {
+        Some(group) => group.wrap(&command),
+        None => command,
+    };
+    let mut first = run.conform("auto");
+    first.args(["-j", "2"]).stdout(std::process::Stdio::null());
+    let mut killed = started(first).stderr(std::process::Stdio::null()).spawn().unwrap();
     assert!(wait_for(&argv, 2) >= 2);
     let had_cgroups = !run_groups_of(killed.id()).is_empty();
     // Where this process has cgroups, so had the conform it started.
-    let here = sandbox::isolation();
-    assert_eq!(had_cgroups, matches!(here, sandbox::Isolation::Cgroup { .. }), "{here}");
+    assert_eq!(had_cgroups, private.is_some(), "{here}");
     killed.kill().unwrap();
     killed.wait().unwrap();
     let stale: Vec<PathBuf> = run.left_in_tmp();
@@ -626,13 +691,12 @@ fn the_next_run_removes_what_a_killed_conform_left() {
     std::fs::create_dir(&live_root).unwrap();
     std::fs::write(live_root.join(sandbox::OWNER_FILE), owner).unwrap();
 
-    let out = crate::support::conform()
-        .current_dir(run.dir.path())
+    let mut next = crate::support::conform();
+    next.current_dir(run.dir.path())
         .env("TMPDIR", run.tmp())
         .args(["run", "--only", "manifest-valid"])
-        .arg(crate::support::faketool())
-        .output()
-        .unwrap();
+        .arg(crate::support::faketool());
+    let out = started(next).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(crate::support::code(&out), 0, "{stderr}");
     for dir in &stale {
@@ -643,7 +707,9 @@ fn the_next_run_removes_what_a_killed_conform_left() {
     }
     assert!(live_root.join(sandbox::OWNER_FILE).exists(), "the live conform's sandbox was removed");
     if had_cgroups {
-        assert!(stderr.contains("removed the cgroup"), "{stderr}");
+        let group = private.as_ref().map(|g| g.0.join(format!("conform-{}-", killed.id())));
+        let line = format!("removed the cgroup {}", group.unwrap().display());
+        assert!(stderr.contains(&line), "no line `{line}…`: {stderr}");
         assert_eq!(run_groups_of(killed.id()), Vec::<PathBuf>::new());
         assert_eq!(processes_running(&argv), Vec::<u32>::new(), "the killed run's leaks live on");
     }
