@@ -5,12 +5,14 @@ The measurement behind the default of `conform run -j` (see `default_jobs` in
 harness/src/cli.rs). Scenarios mostly wait on the tool's pacing, so the wall time of a run
 falls with `-j` towards its floor, the longest single scenario; this prints, side by side, the
 wall time of each level quiet and with three CPU-burning loops beside it, the failures, and
-the load average before each run (other builds on a shared machine count too), then a series
-of runs at the default under load, the series the default must pass without a failure.
+the load average before each run (other builds on a shared machine count too), then two series
+of runs at the default, quiet and under load, which the default must pass without a failure,
+each against the longest scenario of the `-j 1` run (the longest one alone).
 
 Run it by hand after `cargo build -p conform -p reftool`, from anywhere:
 
-    scripts/bench-jobs.py                        # -j 1, 4, 8, 16 and the default; 10 loaded runs
+    scripts/bench-jobs.py                        # -j 1, 4, 8, 16 and the default; 10 runs
+                                                 # at the default quiet, 10 under load
     scripts/bench-jobs.py --jobs 8,16 --series 0 # a quick look
 
 "default" is a run without `-j`. Not a test: its figures depend on the machine.
@@ -97,6 +99,7 @@ def main():
     header = f"{'-j':>8} {'quiet s':>8} {'load':>15} {'fail':>4} {'loaded s':>9} {'load':>15} {'fail':>4}  longest scenario (quiet; loaded)"
     print(header, flush=True)
     longest_seen = (0, "")
+    alone = None
     for jobs in args.jobs.split(","):
         jobs = jobs.strip()
         row = f"{jobs:>8}"
@@ -109,6 +112,8 @@ def main():
             row += f" {wall:8.1f} {load:>15} {fails if fails is not None else 'ERR':>4}"
             longest = (ms, sid)
             longest_seen = max(longest_seen, longest)
+            if jobs == "1":
+                alone = ms / 1000
         with Burners(BURNERS):
             load = load_average()
             wall, fails, ms, sid, _ = run_once(args, jobs)
@@ -119,21 +124,26 @@ def main():
         print(row, flush=True)
     if longest_seen[0]:
         print(f"longest single scenario: {longest_seen[0] / 1000:.1f} s ({longest_seen[1]})")
+    if alone:
+        print(f"longest scenario alone (-j 1): {alone:.1f} s")
 
     if args.series:
-        print(f"\n{args.series} runs at the default, {BURNERS} burners beside each", flush=True)
-        walls, failed_runs = [], 0
-        with Burners(BURNERS):
-            for n in range(args.series):
-                load = load_average()
-                wall, fails, _, _, code = run_once(args, "default")
-                walls.append(wall)
-                failed_runs += 1 if fails != 0 else 0
-                print(f"  run {n + 1:>2}: {wall:6.1f} s  fail {fails}  exit {code}  load {load}",
-                      flush=True)
-        print(f"series: min {min(walls):.1f} s, max {max(walls):.1f} s, "
-              f"runs with a failure: {failed_runs} of {args.series}")
-
+        for burners in (0, BURNERS):
+            beside = f"{burners} burners beside each" if burners else "quiet"
+            print(f"\n{args.series} runs at the default, {beside}", flush=True)
+            walls, failed_runs = [], 0
+            with Burners(burners):
+                for n in range(args.series):
+                    load = load_average()
+                    wall, fails, _, _, code = run_once(args, "default")
+                    walls.append(wall)
+                    failed_runs += 1 if fails != 0 else 0
+                    print(f"  run {n + 1:>2}: {wall:6.1f} s  fail {fails}  exit {code}  load {load}",
+                          flush=True)
+            ratio = f", max / longest alone {max(walls) / alone:.2f}" if alone else ""
+            print(f"series ({beside}): min {min(walls):.1f} s, median "
+                  f"{sorted(walls)[len(walls) // 2]:.1f} s, max {max(walls):.1f} s{ratio}, "
+                  f"runs with a failure: {failed_runs} of {args.series}", flush=True)
 
 if __name__ == "__main__":
     main()

@@ -45,18 +45,21 @@ const AFTER_HELP: &str = "The manual (the profile and scenario formats, the chec
     profile` prints one. The same text is conform's crate docs.";
 
 /// The `-j` of a run given none, chosen once the manifest command's start-up (`startup`) is
-/// measured: for a tool that starts fast, eight scenarios per core, at least 32 and at most
-/// 64; for one that takes [`SLOW_STARTUP`] or more to answer (an interpreter, a framework that
+/// measured: for a tool that starts fast, eight scenarios per core, at least 64 and at most
+/// 96; for one that takes [`SLOW_STARTUP`] or more to answer (an interpreter, a framework that
 /// loads much), two per core, at least 4 and at most 16.
 ///
 /// A scenario mostly waits: on the tool's pacing, on budgets running out, on jobs ending, so
 /// a run's wall time falls with `-j` until it nears its longest scenario. Measured by
-/// `scripts/bench-jobs.py` over reftool's 69 scenarios on a shared two-core machine: -j 1
-/// 143 s, -j 8 19 s, -j 16 14 s, -j 32 10-11 s, the longest single scenario 7.8 s (alone);
-/// beside three CPU-burning loops -j 8 took up to 48 s and -j 32 11-13 s, without a failure.
-/// Past 32 the run gains nothing more on two cores, since the scenarios then stretch each
-/// other; hence the floor, which keeps the gain on a small machine. The cap keeps a large one
-/// from starting a hundred tool processes at once for no further gain.
+/// `scripts/bench-jobs.py` over reftool's 91 scenarios on a shared two-core machine, whose
+/// longest scenario alone takes 7.0 s: -j 1 186 s, -j 16 15 s, -j 32 11-15 s, -j 64 8.8-9.8 s
+/// in ten runs (1.4 times the longest scenario at most); beside three CPU-burning loops -j 32
+/// 13-13.5 s and -j 64 9.3-10.8 s in ten runs (1.55 at most), none with a failure. The two
+/// cores stay half idle at -j 64 (the scenarios wait, they do not compute), and 63 of the 91
+/// scenarios call on a role and take seconds, so 64 slots let all of those run at once; past
+/// that (-j 96: 10 s) the scenarios only stretch each other, hence the floor, which keeps the
+/// gain on a small machine. The cap, about the whole catalogue, keeps a large machine from
+/// starting more tool processes at once for no further gain.
 ///
 /// A slow start-up is mostly the machine's CPU: 32 Python tools starting at once on two cores
 /// each start several times slower than the one start-up conform measured, and every bound
@@ -67,7 +70,7 @@ pub fn default_jobs(startup: std::time::Duration) -> usize {
     if startup >= SLOW_STARTUP {
         cores.saturating_mul(2).clamp(4, 16)
     } else {
-        cores.saturating_mul(8).clamp(32, 64)
+        cores.saturating_mul(8).clamp(64, 96)
     }
 }
 
@@ -140,7 +143,7 @@ pub struct RunArgs {
     /// Skip scenarios with this id, requirement or tag (repeatable).
     #[arg(long, value_name = "ID")]
     pub skip: Vec<String>,
-    /// Scenarios run at once (by default eight per core, at least 32, at most 64; for a tool
+    /// Scenarios run at once (by default eight per core, at least 64, at most 96; for a tool
     /// whose manifest command takes 250 ms or more, two per core, at least 4, at most 16).
     ///
     /// Scenarios mostly wait on the tool (its pacing, budgets, jobs), not on the CPU, so

@@ -292,7 +292,7 @@ fn the_default_jobs_follow_the_cores_and_the_start_up() {
     use std::time::Duration;
     let cores = std::thread::available_parallelism().unwrap().get();
     let fast = conform::cli::default_jobs(Duration::from_millis(20));
-    assert_eq!(fast, (8 * cores).clamp(32, 64));
+    assert_eq!(fast, (8 * cores).clamp(64, 96));
     let slow = conform::cli::default_jobs(conform::cli::SLOW_STARTUP);
     assert_eq!(slow, (2 * cores).clamp(4, 16));
     assert!(slow < fast);
