@@ -8,8 +8,8 @@
 //! conform adopted: see [`crate::sandbox`]), removes the directories (kept ones aside) and
 //! conform's cgroups, and says so on stderr; the run then writes its report of what finished
 //! (partial: `CANCELLED` in `--format json`, marked in JUnit and Markdown), and conform exits
-//! with [`INTERRUPTED`] (the shell's 128 + SIGINT), within [`REPORT_GRACE`] even when the
-//! report does not come.
+//! with [`INTERRUPTED`] (the shell's 128 + SIGINT), within ten seconds (`REPORT_GRACE`)
+//! even when the report does not come.
 
 use std::collections::BTreeMap;
 use std::io::Write as _;

@@ -99,7 +99,7 @@ pub struct StepsOutcome {
     pub records: Vec<StepRecord>,
     /// Why the scenario could not be judged as the profile stands, when a step found out.
     pub skip: Option<SkipReason>,
-    /// The clean-up's cancels that failed and matter ([`cleanup`]).
+    /// The clean-up's cancels that failed and matter (the `cleanup` module).
     pub failed_cancels: Vec<FailedCancel>,
     /// Advisory notes of the steps (a choice the spec kit would judge otherwise).
     pub notes: Vec<Note>,
