@@ -1036,45 +1036,31 @@ fn progress_never_goes_back_within_a_job() {
 
 #[test]
 fn flat_hops_of_a_loop_that_succeeds_are_stalls() {
-    let hop = |name: &'static str, code: i32, done: Option<u64>| {
-        let data = match done {
-            Some(d) => json!({ "state": "running", "progress": { "done": d } }),
-            None => json!({ "rows": 9 }),
-        };
-        named_run(name, code, &envelope(data))
+    // Hops `h#1`... answering 14 at each of `dones`, then one more ending with `exit`.
+    const NAMES: [&str; 5] = ["h#1", "h#2", "h#3", "h#4", "h#5"];
+    let hops = |dones: &[u64], exit: i32| {
+        let mut runs: Vec<_> = dones
+            .iter()
+            .enumerate()
+            .map(|(i, done)| {
+                let data = json!({ "state": "running", "progress": { "done": done } });
+                named_run(NAMES[i], 14, &envelope(data))
+            })
+            .collect();
+        runs.push(named_run(NAMES[dones.len()], exit, &envelope(json!({ "rows": 9 }))));
+        runs
     };
-    let e = expect(json!({ "stalls_below": 3 }));
-    let flat = [
-        hop("h#1", 14, Some(5)),
-        hop("h#2", 14, Some(5)),
-        hop("h#3", 14, Some(5)),
-        hop("h#4", 14, Some(4)),
-        hop("h#5", 0, None),
-    ];
-    let found = check_all(&e, "h", &flat.iter().collect::<Vec<_>>(), &StepFacts::default());
-    let f = only(found);
+    let judged = |runs: &[_]| {
+        let e = expect(json!({ "stalls_below": 3 }));
+        check_all(&e, "h", &runs.iter().collect::<Vec<_>>(), &StepFacts::default())
+    };
+    let f = only(judged(&hops(&[5, 5, 5, 4], 0)));
     assert_eq!(f.check, "progress-stalls");
     assert_eq!(f.actual.as_deref(), Some("`h#2` at 5, `h#3` at 5, `h#4` at 4"));
     // Two stalls are below the limit; growth in between resets nothing but is no stall.
-    let two = [
-        hop("h#1", 14, Some(5)),
-        hop("h#2", 14, Some(5)),
-        hop("h#3", 14, Some(6)),
-        hop("h#4", 14, Some(6)),
-        hop("h#5", 0, None),
-    ];
-    assert!(check_all(&e, "h", &two.iter().collect::<Vec<_>>(), &StepFacts::default()).is_empty());
+    assert!(judged(&hops(&[5, 5, 6, 6], 0)).is_empty());
     // A loop that did not end in success had its flat hops for a reason: not judged.
-    let stalled = [
-        hop("h#1", 14, Some(5)),
-        hop("h#2", 14, Some(5)),
-        hop("h#3", 14, Some(5)),
-        hop("h#4", 14, Some(5)),
-        hop("h#5", 10, None),
-    ];
-    assert!(
-        check_all(&e, "h", &stalled.iter().collect::<Vec<_>>(), &StepFacts::default()).is_empty()
-    );
+    assert!(judged(&hops(&[5, 5, 5, 5], 10)).is_empty());
 }
 
 // ---- stream.rs ----
