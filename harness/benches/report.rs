@@ -89,6 +89,7 @@ fn results() -> Vec<ScenarioResult> {
                 steps,
                 duration_ms: 700,
                 baseline: None,
+                first_run: None,
             }
         })
         .collect()
@@ -121,6 +122,7 @@ fn main() {
         spec_version: "3.20".into(),
         scenario_count: SCENARIOS,
         jobs: 4,
+        paced_from: None,
     };
     let report = RunReport::new(info, results.clone(), summary);
     let h = time("human report", SCENARIOS, "scenario", || human::render(&report, false));

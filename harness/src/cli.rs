@@ -19,6 +19,7 @@ use crate::event::{Event, EventStream, RunInfo};
 use crate::exit;
 use crate::levels::Unselected;
 use crate::outcome::{ScenarioResult, Status, millis};
+use crate::pace::{Gate, Pace};
 use crate::plan;
 use crate::profile::{DEFAULT_PROFILE, Profile};
 use crate::redact::Redactor;
@@ -44,37 +45,33 @@ const AFTER_HELP: &str = "The manual (the profile and scenario formats, the chec
     redaction rules, how a run goes): `conform manual` lists its topics, `conform manual \
     profile` prints one. The same text is conform's crate docs.";
 
-/// The `-j` of a run given none, chosen once the manifest command's start-up (`startup`) is
-/// measured: for a tool that starts fast, eight scenarios per core, at least 64 and at most
-/// 96; for one that takes [`SLOW_STARTUP`] or more to answer (an interpreter, a framework that
-/// loads much), two per core, at least 4 and at most 16.
+/// The bounds of the pace of a run given no `-j` ([`crate::pace`]): at least one scenario
+/// per core at once, and at most, once the manifest command's start-up (`startup`) is
+/// measured, eight per core, at least 64 and at most 96 for a tool that starts fast, two per
+/// core, at least 4 and at most 16, for one that takes [`SLOW_STARTUP`] or more to answer (an
+/// interpreter, a framework that loads much). Between the two, the pace decides as the run
+/// goes, from the tool's CPU per call and how much the machine stretches its processes.
 ///
 /// A scenario mostly waits: on the tool's pacing, on budgets running out, on jobs ending, so
-/// a run's wall time falls with `-j` until it nears its longest scenario. Measured by
-/// `scripts/bench-jobs.py` over reftool's 91 scenarios on a shared two-core machine, whose
-/// longest scenario alone takes 7.0 s: -j 1 186 s, -j 16 15 s, -j 32 11-15 s, -j 64 8.8-9.8 s
-/// in ten runs (1.4 times the longest scenario at most); beside three CPU-burning loops -j 32
-/// 13-13.5 s and -j 64 9.3-10.8 s in ten runs (1.55 at most), none with a failure. The two
-/// cores stay half idle at -j 64 (the scenarios wait, they do not compute), and 63 of the 91
-/// scenarios call on a role and take seconds, so 64 slots let all of those run at once; past
-/// that (-j 96: 10 s) the scenarios only stretch each other, hence the floor, which keeps the
-/// gain on a small machine. The cap, about the whole catalogue, keeps a large machine from
-/// starting more tool processes at once for no further gain.
-///
-/// A slow start-up is mostly the machine's CPU: 32 Python tools starting at once on two cores
-/// each start several times slower than the one start-up conform measured, and every bound
-/// that derives "at once" from `{startup}` would fail a correct tool (measured on the foreign
-/// fixture, 600 ms start-up, at load 17: -j 32 gave three false timing failures, -j 4 none).
-pub fn default_jobs(startup: std::time::Duration) -> usize {
+/// a run's wall time falls with the number at once until it nears its longest scenario.
+/// Measured by `scripts/bench-jobs.py` over reftool's 91 scenarios on a shared two-core
+/// machine, whose longest scenario alone takes 7.0 s: -j 1 186 s, -j 16 15 s, -j 32 11-15 s,
+/// -j 64 8.8-9.8 s in ten runs; past that (-j 96: 10 s) the scenarios only stretch each other.
+/// That ceiling holds only for a tool whose calls cost the CPU almost nothing: the same 64 at
+/// once against a Python implementation (a 50 ms start-up of CPU) put the two cores at a load
+/// of 28 and failed 17 to 25 scenarios of a correct tool, which is why the pace starts from
+/// the tool's own cost and backs off when its processes wait for the CPU.
+pub fn pace_bounds(startup: std::time::Duration) -> crate::pace::Bounds {
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
-    if startup >= SLOW_STARTUP {
+    let ceiling = if startup >= SLOW_STARTUP {
         cores.saturating_mul(2).clamp(4, 16)
     } else {
         cores.saturating_mul(8).clamp(64, 96)
-    }
+    };
+    crate::pace::Bounds { floor: cores, ceiling }
 }
 
-/// A start-up from which the default `-j` is the slow tool's ([`default_jobs`]).
+/// A start-up from which the pace's ceiling is the slow tool's ([`pace_bounds`]).
 pub const SLOW_STARTUP: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// conform: the conformance suite for CLI tools that AI agents call.
@@ -184,6 +181,12 @@ pub struct RunArgs {
     /// as the spec judges them.
     #[arg(long)]
     pub strict: bool,
+    /// Accept `must` scenarios that were not judged for a reason the profile can fix (a role
+    /// it lacks that the manifest could fill, a role with too little work): exit 0 instead of
+    /// 82 UNJUDGED, the report still listing them. The profile's `[gate] allow_unjudged =
+    /// true` says the same.
+    #[arg(long)]
+    pub allow_unjudged: bool,
 }
 
 /// `--format`.
@@ -396,12 +399,27 @@ fn run_command(args: &RunArgs, started: Instant) -> Result<u8, ArgError> {
     let engine = Engine::for_tool(subject_tool, profile, args.keep_sandboxes);
     let stream = EventStream::start(reporters);
     let events = stream.sender();
-    let jobs = args.jobs.map_or_else(|| default_jobs(engine.subject.startup), usize::from);
+    // `-j N`: N at once. Otherwise the pace decides, from what the run measures.
+    let (workers, gate) = match args.jobs {
+        Some(n) => (usize::from(n), Gate::Open),
+        None => {
+            let bounds = pace_bounds(engine.subject.startup);
+            (bounds.ceiling, Gate::Paced(Pace::new(engine.discovery.cpu_per_call, bounds)))
+        }
+    };
+    let sampling = match &gate {
+        Gate::Paced(pace) => pace.start_sampling().ok(),
+        Gate::Open => None,
+    };
     events.send(Event::RunStarted(RunInfo {
         tool: tool.display().to_string(),
         spec_version: SPEC_VERSION.to_owned(),
         scenario_count: planned.len(),
-        jobs,
+        jobs: workers,
+        paced_from: match &gate {
+            Gate::Paced(pace) => Some(pace.limit()),
+            Gate::Open => None,
+        },
     }));
     let finish = |result: &mut ScenarioResult, root: Option<&Path>| {
         if let Some(store) = &snapshots {
@@ -420,7 +438,14 @@ fn run_command(args: &RunArgs, started: Instant) -> Result<u8, ArgError> {
             baseline.apply(result);
         }
     };
-    let results = engine.run_plan(&planned, jobs, &events, &finish);
+    let results = engine.run_plan(&planned, workers, &gate, &events, &finish);
+    let pace = match &gate {
+        Gate::Paced(pace) => Some(pace.stop()),
+        Gate::Open => None,
+    };
+    if let Some(thread) = sampling {
+        let _ = thread.join();
+    }
     // Orphans no single scenario could be charged with (`-j` without cgroups): killed now,
     // and said, since no scenario's findings can hold them.
     for leak in crate::sandbox::end_of_run() {
@@ -452,6 +477,9 @@ fn run_command(args: &RunArgs, started: Instant) -> Result<u8, ArgError> {
         interrupted,
         interruption_declared: engine.declares(Declaration::Interruption),
         strict,
+        pace: pace.as_ref(),
+        allow_unjudged: args.allow_unjudged || engine.subject.profile.file.gate.allow_unjudged,
+        role_fills: &engine.role_fills,
     };
     let summary = RunSummary::compute(&results, &facts);
     let code = summary.exit_code;

@@ -96,6 +96,9 @@ pub struct DiscoveryRun {
     pub result: Result<Discovery, DiscoveryError>,
     /// The invocation and what it did (none when it could not be started).
     pub record: Option<StepRecord>,
+    /// The CPU time the manifest command took (its main process; `None` where the kernel
+    /// keeps no scheduler statistics): what one call of the tool costs the machine.
+    pub cpu_per_call: Option<Duration>,
 }
 
 impl DiscoveryRun {
@@ -169,14 +172,14 @@ pub fn discover(tool: &Tool, profile: &Profile) -> DiscoveryRun {
     // Only scenario and calibration sandboxes are worth keeping for a look.
     let sandbox = match prepare::prepare(tool, profile, &Needs::default(), false) {
         Ok(s) => s,
-        Err(e) => return DiscoveryRun { result: Err(e.into()), record: None },
+        Err(e) => return DiscoveryRun { result: Err(e.into()), record: None, cpu_per_call: None },
     };
     let argv = manifest_argv(tool, profile);
     let mut inv = sandbox.invocation(Program::Argv(argv.into_iter().map(OsString::from).collect()));
     inv.timeout = DISCOVERY_LIMIT;
     let outcome = match exec::run(&inv) {
         Ok(o) => o,
-        Err(e) => return DiscoveryRun { result: Err(e.into()), record: None },
+        Err(e) => return DiscoveryRun { result: Err(e.into()), record: None, cpu_per_call: None },
     };
     let json = observe::parse_stdout(&outcome);
     let repro = Repro::from_invocation(&inv, &sandbox.env());
@@ -192,8 +195,44 @@ pub fn discover(tool: &Tool, profile: &Profile) -> DiscoveryRun {
             }
         }
     };
-    DiscoveryRun { result, record: Some(record) }
+    DiscoveryRun { result, record: Some(record), cpu_per_call: outcome.usage.map(|u| u.cpu) }
 }
+
+/// The idle timeout a job of a role's command has, as the manifest declares it when run with
+/// the role's environment (a tool may let its environment shorten it, and declare what is in
+/// force): `interruption.idle_timeout_ms` of the command, or REQ-F-081's default of 300000 ms
+/// when it declares none. `Err` says why it could not be read.
+pub fn idle_timeout_of(subject: &Subject, role_name: &str) -> Result<Duration, String> {
+    let profile = &subject.profile;
+    let role = profile.role(role_name).ok_or_else(|| format!("no role `{role_name}`"))?;
+    let (path, _) = subject
+        .commands
+        .command_for_args(&role.argv)
+        .ok_or_else(|| format!("role `{role_name}` runs no command of the manifest"))?;
+    let sandbox = prepare::prepare(&subject.tool, profile, &Needs::default(), false)
+        .map_err(|e| e.to_string())?;
+    let argv = manifest_argv(&subject.tool, profile);
+    let mut inv = sandbox.invocation(Program::Argv(argv.into_iter().map(OsString::from).collect()));
+    for (k, v) in crate::profile::render_env(&role.env, sandbox.root(), &sandbox.work()) {
+        inv.env.insert(k.into(), v.into());
+    }
+    inv.timeout = DISCOVERY_LIMIT;
+    let outcome = exec::run(&inv).map_err(|e| e.to_string())?;
+    let response = observe::parse_stdout(&outcome).map_err(|p| {
+        format!(
+            "the manifest command with role `{role_name}`'s environment gave no manifest: {p:?}"
+        )
+    })?;
+    let declared = unwrap_manifest(&response)
+        .get("commands")
+        .and_then(|c| c.get(path))
+        .and_then(|c| c.pointer("/interruption/idle_timeout_ms"))
+        .and_then(Value::as_u64);
+    Ok(declared.map_or(DEFAULT_IDLE_TIMEOUT, Duration::from_millis))
+}
+
+/// REQ-F-081's idle timeout of a job whose command declares none.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// What conform knows about one command of the manifest.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -206,6 +245,8 @@ pub struct CommandInfo {
     pub resume: Option<bool>,
     /// `async: true`.
     pub is_async: bool,
+    /// `supports_streaming` or `streaming_default` is true.
+    pub streams: bool,
     /// The flag names it declares.
     pub flags: BTreeSet<String>,
     /// `retryable` of its INCOMPLETE (`"14"`) exit-code entry, when it declares one: what an
@@ -238,6 +279,8 @@ impl CommandInfo {
             Declaration::ResumeWriter => resume_only && self.writes(),
             Declaration::Async => self.is_async,
             Declaration::IdempotencyKey => self.writes() && self.flags.contains("idempotency-key"),
+            Declaration::Destructive => self.danger_level == "destructive",
+            Declaration::Streaming => self.streams,
         }
     }
 }
@@ -269,6 +312,9 @@ impl Commands {
                         detach: interruption.map(|_| flag("detach").unwrap_or(false)),
                         resume: interruption.map(|_| flag("resume").unwrap_or(false)),
                         is_async: entry.get("async").and_then(Value::as_bool).unwrap_or(false),
+                        streams: ["supports_streaming", "streaming_default"]
+                            .iter()
+                            .any(|k| entry.get(*k).and_then(Value::as_bool) == Some(true)),
                         builtin: entry.get("builtin").and_then(Value::as_bool) == Some(true)
                             || matches!(path.as_str(), "manifest" | "version" | "help" | "job")
                             || path.starts_with("job."),

@@ -34,8 +34,11 @@ pub struct RunInfo {
     pub spec_version: String,
     /// How many scenarios the plan holds (skipped ones included).
     pub scenario_count: usize,
-    /// How many scenarios run at once.
+    /// How many scenarios run at once at most (`-j`, or the pace's ceiling).
     pub jobs: usize,
+    /// When the pace decides how many run at once (no `-j`): how many it lets in first
+    /// (see [`crate::pace`]).
+    pub paced_from: Option<usize>,
 }
 
 /// One thing that happened in a run.
@@ -66,6 +69,11 @@ pub enum Event {
         /// What failed.
         error: String,
     },
+    /// A scenario's first run ended in a verdict that may be the machine's load (a failure
+    /// that depends on timing, a premise the run did not meet): it runs again alone once
+    /// every other scenario has ended, and that run's [`Event::ScenarioFinished`] gives the
+    /// verdict.
+    ScenarioToConfirm(Box<ScenarioResult>),
     /// A scenario ended (or was skipped), baseline and snapshots applied.
     ScenarioFinished(Box<ScenarioResult>),
     /// Every scenario has finished.

@@ -75,6 +75,7 @@ use nix::unistd::Pid;
 
 mod pump;
 mod terminal;
+pub mod usage;
 
 /// What the step runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -234,6 +235,9 @@ pub struct Outcome {
     pub pipes_closed_after: Option<Duration>,
     /// The process id of the process conform started.
     pub pid: u32,
+    /// What it cost the machine (its CPU time, its wait for a CPU), read as it exited; `None`
+    /// where the kernel keeps no scheduler statistics.
+    pub usage: Option<usage::ProcessUsage>,
     /// How many newline bytes the process wrote to stdout (kept or not).
     pub stdout_lines: u64,
     /// When the [`LineSignal`] of [`spawn_watched`] was sent, from spawn; `None` when there was

@@ -33,6 +33,7 @@ pub mod interrupt;
 pub mod levels;
 pub mod observe;
 pub mod outcome;
+pub mod pace;
 pub mod plan;
 pub mod prepare;
 pub mod profile;

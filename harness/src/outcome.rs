@@ -148,6 +148,31 @@ impl SkipReason {
         matches!(self, SkipReason::NotApplicable { .. })
     }
 
+    /// Whether the vendor can change it (a profile's missing role, probe or setting, a role
+    /// with too little work, a premise its run did not meet even alone): a `must` skipped so
+    /// was not judged for a reason of the vendor's, and the run is not green
+    /// ([`crate::exit::UNJUDGED`]). A criterion that does not apply, a hang judged by another
+    /// scenario, a tool without a manifest (the headline fails) or an interrupted run are
+    /// not such reasons.
+    pub fn vendor_can_fix(&self) -> bool {
+        match self {
+            SkipReason::MissingRoles { .. }
+            | SkipReason::RoleLacksDeclaration { .. }
+            | SkipReason::MissingKit { .. }
+            | SkipReason::NoPositional { .. }
+            | SkipReason::NoInstanceSelection
+            | SkipReason::TooFastToInterrupt { .. }
+            | SkipReason::ProfileProblem { .. }
+            | SkipReason::NoInputFile { .. }
+            | SkipReason::PremiseNotMet { .. } => true,
+            SkipReason::NotApplicable { .. }
+            | SkipReason::NoManifest { .. }
+            | SkipReason::ToolUnusable { .. }
+            | SkipReason::Interrupted
+            | SkipReason::HangJudgedElsewhere { .. } => false,
+        }
+    }
+
     /// The roles a `MissingRoles` reason names (none for the other kinds).
     pub fn missing_roles(&self) -> &[String] {
         match self {
@@ -514,6 +539,25 @@ impl FindingKind {
             FindingKind::Unlike => "unlike",
             FindingKind::Warning => "warning",
         }
+    }
+
+    /// Whether such a finding may come from when things happened rather than from what the
+    /// tool does: a bound on time, a process looked for at a moment, a deadline. A failure
+    /// with one is run again alone before it stands.
+    pub fn depends_on_timing(self) -> bool {
+        matches!(
+            self,
+            FindingKind::Elapsed
+                | FindingKind::Timeout
+                | FindingKind::ContinueLoop
+                | FindingKind::KillWorker
+                | FindingKind::LeakedProcess
+                | FindingKind::PipesReleased
+                | FindingKind::ProcessesAlive
+                | FindingKind::ProgressStalls
+                | FindingKind::StreamDeadline
+                | FindingKind::StreamSignal
+        )
     }
 }
 
@@ -935,9 +979,70 @@ pub struct ScenarioResult {
     /// What the baseline said, when one is in use.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub baseline: Option<BaselineMark>,
+    /// The first run of a scenario that conform ran again alone before giving its verdict
+    /// (a failure that may be the machine's load, or a premise the load denied); this
+    /// result is the run alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_run: Option<Box<FirstRun>>,
+}
+
+/// How a scenario's first run, beside the others, ended, when conform ran it again alone
+/// before its verdict (see `conform manual running`, "Confirmed verdicts").
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FirstRun {
+    /// Its status: a failure, or a skip for a premise the run did not meet.
+    #[serde(flatten)]
+    pub status: Status,
+    /// Its findings.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<Finding>,
+    /// How long it took.
+    pub duration_ms: u64,
 }
 
 impl ScenarioResult {
+    /// Whether this result's verdict needs a run alone before it stands: a failure of a
+    /// scenario whose outcome depends on timing (it calibrates a role's work, or a finding is
+    /// about time), or a premise the load may have denied. `timed` says whether the scenario
+    /// runs a calibrated role.
+    pub fn wants_confirmation(&self, timed: bool) -> bool {
+        match &self.status {
+            Status::Fail => timed || self.findings.iter().any(|f| f.check.depends_on_timing()),
+            Status::Skip { reason: SkipReason::PremiseNotMet { .. } } => true,
+            _ => false,
+        }
+    }
+
+    /// This result (the run alone) with the first run's kept beside it.
+    pub fn confirming(mut self, first: ScenarioResult) -> ScenarioResult {
+        self.first_run = Some(Box::new(FirstRun {
+            status: first.status,
+            findings: first.findings,
+            duration_ms: first.duration_ms,
+        }));
+        self
+    }
+
+    /// Whether the scenario failed beside the others and passed alone: a failure that did not
+    /// repeat, reported but not counted (as test runners report a flaky test).
+    pub fn is_flaky(&self) -> bool {
+        self.status == Status::Pass
+            && self.first_run.as_ref().is_some_and(|f| f.status == Status::Fail)
+    }
+
+    /// Whether this is a `must` the run did not judge for a reason the vendor can fix
+    /// ([`SkipReason::vendor_can_fix`]).
+    pub fn is_unjudged_must(&self) -> bool {
+        self.level == Obligation::Must
+            && matches!(&self.status, Status::Skip { reason } if reason.vendor_can_fix())
+    }
+
+    /// Whether the scenario failed beside the others and again alone.
+    pub fn is_confirmed_failure(&self) -> bool {
+        self.status == Status::Fail
+            && self.first_run.as_ref().is_some_and(|f| f.status == Status::Fail)
+    }
+
     /// Whether this result makes the run not conformant (see the module docs).
     pub fn counts_against_conformance(&self) -> bool {
         self.level == Obligation::Must && self.status == Status::Fail && !self.is_expected_failure()

@@ -22,6 +22,49 @@ pub struct Planned<'c> {
     pub skip: Option<SkipReason>,
 }
 
+/// A role the profile left out, played by another of its roles whose command declares what
+/// the missing one needs: the scenarios of the missing role then run instead of being skipped.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RoleFill {
+    /// The role the profile left out.
+    pub role: String,
+    /// The profile's role that plays it.
+    pub by: String,
+    /// The command they run.
+    pub command: String,
+}
+
+/// Which roles may play a missing one, in order of preference. Only a role of the same kind
+/// of work qualifies: a writer that takes `--idempotency-key` (a resumable writer, a detaching
+/// one) is an idempotent writer as REQ-C-007 asks, whatever else it declares. A role whose
+/// work is special (a failure, stdin, a stall, no interruption) plays no other, and no reader
+/// plays a writer or the other way round: the scenarios compare effects.
+const STAND_INS: &[(&str, &[&str])] = &[("idempotent_writer", &["resume_writer", "detach_only"])];
+
+/// Fills the roles the profile left out that another of its roles can play (see
+/// `STAND_INS`): the stand-in's command must declare what the missing role needs
+/// ([`role_declaration`]). Returns what was filled, for the coverage line.
+pub fn fill_roles(profile: &mut Profile, commands: &Commands) -> Vec<RoleFill> {
+    let mut filled = Vec::new();
+    for (role, stand_ins) in STAND_INS {
+        if profile.role(role).is_some() {
+            continue;
+        }
+        let Some(needs) = role_declaration(role) else { continue };
+        let found = stand_ins.iter().find_map(|by| {
+            let stand_in = profile.role(by)?;
+            let (command, info) = commands.command_for_args(&stand_in.argv)?;
+            info.declares(needs).then(|| (*by, command.to_owned(), stand_in.clone()))
+        });
+        let Some((by, command, stand_in)) = found else { continue };
+        if let Some(slot) = profile.file.roles.slot_mut(role) {
+            *slot = Some(stand_in);
+            filled.push(RoleFill { role: (*role).to_owned(), by: by.to_owned(), command });
+        }
+    }
+    filled
+}
+
 /// A filter value that matches no scenario.
 #[derive(Debug, thiserror::Error)]
 #[error("`{flag} {value}` matches no scenario id, requirement, tag or role (see `conform list`)")]

@@ -49,6 +49,11 @@ pub struct Gate {
     /// judged as the spec says either way.
     #[serde(default)]
     pub strict: bool,
+    /// `must` scenarios not judged for a reason the vendor can fix (a role the profile lacks,
+    /// a role with too little work) leave the run green (exit 0) instead of `UNJUDGED` (82);
+    /// the report still lists them. `conform run --allow-unjudged` says the same for one run.
+    #[serde(default)]
+    pub allow_unjudged: bool,
 }
 
 /// `[tool]`.
@@ -189,6 +194,23 @@ impl Roles {
             ("failing", &self.failing),
         ];
         all.into_iter().filter_map(|(n, r)| r.as_ref().map(|r| (n, r))).collect()
+    }
+
+    /// The place of a role by name (`None` for a name no role has).
+    pub fn slot_mut(&mut self, name: &str) -> Option<&mut Option<Role>> {
+        Some(match name {
+            "detach" => &mut self.detach,
+            "detach_stdin" => &mut self.detach_stdin,
+            "resume_reader" => &mut self.resume_reader,
+            "resume_writer" => &mut self.resume_writer,
+            "detach_only" => &mut self.detach_only,
+            "plain_slow" => &mut self.plain_slow,
+            "async" => &mut self.r#async,
+            "stalling" => &mut self.stalling,
+            "idempotent_writer" => &mut self.idempotent_writer,
+            "failing" => &mut self.failing,
+            _ => return None,
+        })
     }
 }
 

@@ -18,6 +18,7 @@ use crate::discover::{DiscoveryRun, HEADLINE_TAG, Subject};
 use crate::event::{Event, EventSender};
 use crate::outcome::FindingKind;
 use crate::outcome::{Finding, Note, ScenarioResult, SkipReason, Status, millis};
+use crate::pace::Gate;
 use crate::plan::{self, Planned};
 use crate::prepare::{self, Needs};
 use crate::profile::Profile;
@@ -38,6 +39,8 @@ pub struct Engine {
     pub calibrator: Calibrator,
     /// Keep sandbox directories (`--keep-sandboxes`).
     pub keep_sandboxes: bool,
+    /// The roles the profile left out that another of its roles plays ([`plan::fill_roles`]).
+    pub role_fills: Vec<plan::RoleFill>,
 }
 
 impl Engine {
@@ -48,28 +51,31 @@ impl Engine {
 
     /// An engine for this invocation of the tool; reads the manifest once (a tool without a
     /// usable manifest has no commands, and the scenarios judging it say so).
-    pub fn for_tool(tool: Tool, profile: Profile, keep_sandboxes: bool) -> Self {
+    pub fn for_tool(tool: Tool, mut profile: Profile, keep_sandboxes: bool) -> Self {
         let discovery = crate::discover::discover(&tool, &profile);
+        let commands = discovery.commands();
+        let role_fills = plan::fill_roles(&mut profile, &commands);
         Engine {
-            subject: Subject {
-                tool,
-                profile,
-                commands: discovery.commands(),
-                startup: discovery.startup(),
-            },
+            subject: Subject { tool, profile, commands, startup: discovery.startup() },
             discovery,
             calibrator: Calibrator::new(),
             keep_sandboxes,
+            role_fills,
         }
     }
 
-    /// The calibration of a role (computed once per run, and announced when it is).
+    /// The calibration of a role, from `calibrator` (computed once per calibrator, and
+    /// announced when it is). The run of the calibration takes a place among the scenarios
+    /// running (`gate`): it is work the machine does like theirs.
     pub fn calibration(
         &self,
+        calibrator: &Calibrator,
         role: &str,
         events: &EventSender,
+        gate: &Gate,
     ) -> Result<Arc<Calibration>, String> {
-        self.calibrator.get(role, || {
+        calibrator.get(role, || {
+            let _place = gate.admit();
             let measured = calibrate::measure(&self.subject, role, self.keep_sandboxes);
             let outcome = measured.as_ref().map(|c| millis(c.duration)).map_err(Clone::clone);
             events.send(Event::Calibrated { role: role.to_owned(), outcome });
@@ -105,72 +111,125 @@ impl Engine {
         role.argv.iter().find(|word| !word.starts_with('-') && work.join(word).is_file()).cloned()
     }
 
-    /// Runs the plan with `jobs` worker threads, sending events; returns the results in plan
-    /// order.
-    /// `finish` sees each result before it is reported (baseline marks, snapshot comparison),
-    /// with the root of the scenario's sandbox when it ran.
+    /// Runs the plan with `workers` threads, as many at once as `gate` lets in, sending
+    /// events; returns the results in plan order. Then every result whose verdict may be the
+    /// machine's load ([`ScenarioResult::wants_confirmation`]) runs again, alone, with its role
+    /// calibrated afresh, and that run gives the verdict (the first is kept beside it).
+    /// `finish` sees each final result before it is reported (baseline marks, snapshot
+    /// comparison), with the root of the scenario's sandbox when it ran.
     pub fn run_plan(
         &self,
         planned: &[Planned<'_>],
-        jobs: usize,
+        workers: usize,
+        gate: &Gate,
         events: &EventSender,
         finish: &Finisher<'_>,
     ) -> Vec<ScenarioResult> {
         let next = AtomicUsize::new(0);
-        let results: Vec<std::sync::Mutex<Option<ScenarioResult>>> =
+        let results: Vec<std::sync::Mutex<Option<Ran>>> =
             planned.iter().map(|_| std::sync::Mutex::new(None)).collect();
         std::thread::scope(|scope| {
-            for _ in 0..jobs.max(1).min(planned.len().max(1)) {
+            for _ in 0..workers.max(1).min(planned.len().max(1)) {
                 scope.spawn(|| {
                     loop {
                         let i = next.fetch_add(1, Ordering::SeqCst);
                         let Some(p) = planned.get(i) else { break };
-                        let skip = self.skip_for(p);
-                        let (mut result, root) = match skip {
-                            Some(reason) => (result_for(p.scenario, Status::Skip { reason }), None),
-                            None => {
-                                events.send(Event::ScenarioStarted { id: p.scenario.id.clone() });
-                                self.run_scenario_rooted(p.scenario, events)
+                        let ran = self.run_planned(p, &self.calibrator, gate, events);
+                        let ran = match ran
+                            .result
+                            .wants_confirmation(p.scenario.needs_calibration())
+                        {
+                            true if !crate::interrupt::interrupted() => {
+                                events.send(Event::ScenarioToConfirm(Box::new(ran.result.clone())));
+                                ran
                             }
+                            _ => self.finished(ran, events, finish),
                         };
-                        // A scenario that ended after the signal had its processes killed under
-                        // it: what it saw is no verdict.
-                        if crate::interrupt::interrupted() && result.status.ran() {
-                            result.status = Status::Skip { reason: SkipReason::Interrupted };
-                            result.findings.clear();
-                        }
-                        finish(&mut result, root.as_deref());
-                        events.send(Event::ScenarioFinished(Box::new(result.clone())));
                         if let Ok(mut slot) = results[i].lock() {
-                            *slot = Some(result);
+                            *slot = Some(ran);
                         }
                     }
                 });
             }
         });
-        results
-            .into_iter()
+        let mut ran: Vec<Option<Ran>> =
+            results.into_iter().map(|slot| slot.into_inner().ok().flatten()).collect();
+        // Alone now: every scenario of the plan has ended. A fresh calibration measures the
+        // roles under the load the runs alone will meet.
+        let again = Calibrator::new();
+        for (slot, p) in ran.iter_mut().zip(planned) {
+            let Some(first) = slot.take() else { continue };
+            *slot = Some(match first.finished {
+                true => first,
+                false if crate::interrupt::interrupted() => self.finished(first, events, finish),
+                false => {
+                    let alone = self.run_planned(p, &again, &Gate::Open, events);
+                    let confirmed = Ran {
+                        result: alone.result.confirming(first.result),
+                        root: alone.root,
+                        finished: false,
+                    };
+                    self.finished(confirmed, events, finish)
+                }
+            });
+        }
+        ran.into_iter()
             .zip(planned)
-            .map(|(slot, p)| {
-                slot.into_inner().ok().flatten().unwrap_or_else(|| {
+            .map(|(slot, p)| match slot {
+                Some(ran) => ran.result,
+                None => {
                     let message = "the scenario's worker thread failed".to_owned();
                     result_for(p.scenario, Status::Error { message })
-                })
+                }
             })
             .collect()
     }
 
-    /// Runs one scenario to its result (never panics on the tool's behaviour).
+    /// One planned scenario: skipped as planned, or run.
+    fn run_planned(
+        &self,
+        p: &Planned<'_>,
+        calibrator: &Calibrator,
+        gate: &Gate,
+        events: &EventSender,
+    ) -> Ran {
+        let (mut result, root) = match self.skip_for(p) {
+            Some(reason) => (result_for(p.scenario, Status::Skip { reason }), None),
+            None => self.run_scenario_rooted(p.scenario, events, calibrator, gate),
+        };
+        // A scenario that ended after the signal had its processes killed under it: what it
+        // saw is no verdict.
+        if crate::interrupt::interrupted() && result.status.ran() {
+            result.status = Status::Skip { reason: SkipReason::Interrupted };
+            result.findings.clear();
+        }
+        Ran { result, root, finished: false }
+    }
+
+    /// A result that stands: finished (baseline, snapshots) and reported.
+    fn finished(&self, mut ran: Ran, events: &EventSender, finish: &Finisher<'_>) -> Ran {
+        finish(&mut ran.result, ran.root.as_deref());
+        events.send(Event::ScenarioFinished(Box::new(ran.result.clone())));
+        ran.finished = true;
+        ran
+    }
+
+    /// Runs one scenario to its result (never panics on the tool's behaviour), alone.
     pub fn run_scenario(&self, scenario: &Scenario) -> ScenarioResult {
-        self.run_scenario_rooted(scenario, &EventSender::discarding()).0
+        let events = EventSender::discarding();
+        self.run_scenario_rooted(scenario, &events, &self.calibrator, &Gate::Open).0
     }
 
     /// Runs one scenario; also returns the root of the sandbox it ran in (gone by now, but its
-    /// path redacts the evidence), when it got that far.
+    /// path redacts the evidence), when it got that far. It takes its place among the running
+    /// scenarios (`gate`) once its role is calibrated: waiting for another scenario's
+    /// calibration costs the machine nothing.
     fn run_scenario_rooted(
         &self,
         scenario: &Scenario,
         events: &EventSender,
+        calibrator: &Calibrator,
+        gate: &Gate,
     ) -> (ScenarioResult, Option<PathBuf>) {
         let started = Instant::now();
         // Every path below sets the status it ends with.
@@ -192,7 +251,7 @@ impl Engine {
                 };
                 return (result, None);
             };
-            match self.calibration(role, events) {
+            match self.calibration(calibrator, role, events, gate) {
                 Ok(c) => {
                     notes.push(c.describe());
                     if scenario.needs_interruptible() && !c.interruptible() {
@@ -211,6 +270,32 @@ impl Engine {
         } else {
             None
         };
+        let idle_timeout = match scenario.primary_role().filter(|_| scenario.uses_idle_timeout()) {
+            Some(role) => match crate::discover::idle_timeout_of(&self.subject, role) {
+                Ok(idle) if idle > MAX_IDLE_WAIT => {
+                    result.status = Status::Skip {
+                        reason: SkipReason::ProfileProblem {
+                            why: format!(
+                                "role `{role}`'s command declares an idle timeout of {} ms with the role's environment, too long to wait for a stall (at most {} ms); give the role an environment under which the tool declares a shorter `idle_timeout_ms`",
+                                millis(idle),
+                                millis(MAX_IDLE_WAIT)
+                            ),
+                        },
+                    };
+                    result.notes = notes;
+                    return (result, None);
+                }
+                Ok(idle) => Some(idle),
+                Err(e) => {
+                    result.status = Status::Error { message: e };
+                    return (result, None);
+                }
+            },
+            None => None,
+        };
+        let _place = gate.admit();
+        events.send(Event::ScenarioStarted { id: scenario.id.clone() });
+        let started = Instant::now();
         let roles: Vec<&str> = scenario.roles.iter().map(String::as_str).collect();
         let uses_order = !scenario.placements().is_empty();
         let probes = scenario.probe_kinds();
@@ -244,7 +329,8 @@ impl Engine {
             },
             None => None,
         };
-        let steps = step::run_steps(&self.subject, scenario, &sandbox, calibration, input);
+        let steps =
+            step::run_steps(&self.subject, scenario, &sandbox, calibration, input, idle_timeout);
         let (mut findings, harness_error) = (steps.findings, steps.harness_error);
         // A leak after a cancel that failed is that cancel's doing: the finding says which.
         let after_cancels = match steps.failed_cancels.as_slice() {
@@ -286,6 +372,10 @@ impl Engine {
     }
 }
 
+/// The longest idle timeout conform waits out to see a stalled job end (`{idle_timeout}`):
+/// a minute, so a stall is judged within about two.
+pub const MAX_IDLE_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// A result of this scenario with this status and nothing else yet.
 fn result_for(s: &Scenario, status: Status) -> ScenarioResult {
     ScenarioResult {
@@ -300,5 +390,15 @@ fn result_for(s: &Scenario, status: Status) -> ScenarioResult {
         steps: Vec::new(),
         duration_ms: 0,
         baseline: None,
+        first_run: None,
     }
+}
+
+/// A scenario's result as the engine carries it between its first run and its verdict.
+struct Ran {
+    result: ScenarioResult,
+    /// The root of the sandbox it ran in, when it got that far.
+    root: Option<PathBuf>,
+    /// Whether it was finished and reported.
+    finished: bool,
 }

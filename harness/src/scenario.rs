@@ -51,6 +51,12 @@ pub enum Declaration {
     Async,
     /// A writing command with an `idempotency-key` flag.
     IdempotencyKey,
+    /// A command with `danger_level: destructive` (what the kit's destructive probes and
+    /// dry-run previews are made of).
+    Destructive,
+    /// A command that streams (`supports_streaming` or `streaming_default`), what the kit's
+    /// stream probes are made of.
+    Streaming,
 }
 
 impl Declaration {
@@ -68,6 +74,8 @@ impl Declaration {
             }
             Declaration::Async => "`async: true`",
             Declaration::IdempotencyKey => "an `idempotency-key` flag on a writing command",
+            Declaration::Destructive => "`danger_level: destructive`",
+            Declaration::Streaming => "`supports_streaming` or `streaming_default`",
         }
     }
 }
@@ -1007,9 +1015,20 @@ impl Scenario {
             s.templates().iter().any(|t| {
                 template_vars(t)
                     .iter()
-                    .any(|v| matches!(v, Var::Calibration(name) if name != CONSTANT_SLACK && name != STARTUP))
+                    .any(|v| matches!(v, Var::Calibration(name) if ![CONSTANT_SLACK, STARTUP, IDLE_TIMEOUT].contains(&name.as_str())))
             }) || s.expect().is_some_and(|e| e.matches_calibrated == Some(true))
                 || matches!(s, Step::Verify(_))
+        })
+    }
+
+    /// Whether a template of the scenario uses `{idle_timeout}`.
+    pub fn uses_idle_timeout(&self) -> bool {
+        self.steps.iter().any(|s| {
+            s.templates().iter().any(|t| {
+                template_vars(t)
+                    .iter()
+                    .any(|v| matches!(v, Var::Calibration(name) if name == IDLE_TIMEOUT))
+            })
         })
     }
 
@@ -1036,7 +1055,7 @@ impl Scenario {
 }
 
 /// The calibration variables (see the manual for how each is derived).
-pub const CALIBRATION_VARS: [&str; 8] = [
+pub const CALIBRATION_VARS: [&str; 9] = [
     "calibrated",
     "budget",
     "half_budget",
@@ -1045,6 +1064,7 @@ pub const CALIBRATION_VARS: [&str; 8] = [
     "cadence",
     "slack",
     "startup",
+    "idle_timeout",
 ];
 
 /// The duration variable that needs no calibration: the margin on timing checks.
@@ -1053,6 +1073,11 @@ pub const CONSTANT_SLACK: &str = "slack";
 /// The duration variable measured once per run, not per role: how long the tool's manifest
 /// command took (its start-up and a quick answer), the base of "at once" for this tool.
 pub const STARTUP: &str = "startup";
+
+/// The duration variable read from the manifest, not calibrated: the idle timeout the
+/// primary role's command declares when the manifest runs with the role's environment
+/// (REQ-F-081's default of 300000 ms when it declares none).
+pub const IDLE_TIMEOUT: &str = "idle_timeout";
 
 /// The variables that only make sense for work long enough to interrupt.
 pub const INTERRUPTION_VARS: [&str; 3] = ["budget", "half_budget", "double_budget"];

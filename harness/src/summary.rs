@@ -14,6 +14,8 @@ use serde::{Deserialize, Serialize};
 use crate::exit;
 use crate::levels::{self, ClaimVerdict, KitCheckVerdict, Unselected};
 use crate::outcome::{BaselineMark, Counts, ScenarioResult, Status};
+use crate::pace::PaceSummary;
+use crate::plan::RoleFill;
 use crate::scenario::Obligation;
 
 /// What a run knew besides its results.
@@ -35,6 +37,14 @@ pub struct RunFacts<'a> {
     /// failed unexpectedly makes the run not conformant too. The spec's level claims do not
     /// change: they are the spec's, this is the vendor's gate.
     pub strict: bool,
+    /// How the pace went, when it decided how many scenarios ran at once (no `-j`).
+    pub pace: Option<&'a PaceSummary>,
+    /// The gate accepts `must` scenarios not judged for a reason the vendor can fix
+    /// (`--allow-unjudged`, `[gate] allow_unjudged`): exit 0 instead of
+    /// [`exit::UNJUDGED`].
+    pub allow_unjudged: bool,
+    /// Roles the profile left out that another of its roles played.
+    pub role_fills: &'a [RoleFill],
 }
 
 /// A verdict over a group of scenarios (a requirement, a level).
@@ -129,6 +139,13 @@ pub struct Coverage {
     pub skip_reasons: Vec<SkipGroup>,
     /// Profile roles that were missing (so their scenarios were skipped).
     pub roles_missing: Vec<String>,
+    /// Roles the profile left out that another of its roles played.
+    #[serde(default)]
+    pub roles_filled: Vec<RoleFill>,
+    /// `must` scenarios not judged for a reason the vendor can fix
+    /// ([`crate::outcome::SkipReason::vendor_can_fix`]).
+    #[serde(default)]
+    pub unjudged_musts: Vec<String>,
 }
 
 /// Baseline bookkeeping of a run.
@@ -168,6 +185,10 @@ pub struct RunSummary {
     /// ([`RunFacts::strict`]).
     #[serde(default)]
     pub strict: bool,
+    /// Whether the gate accepted `must` scenarios not judged for a reason the vendor can fix
+    /// ([`RunFacts::allow_unjudged`]).
+    #[serde(default)]
+    pub allow_unjudged: bool,
     /// conform's exit code for this run (see `exit`).
     pub exit_code: u8,
     /// Wall-clock time of the run.
@@ -175,6 +196,25 @@ pub struct RunSummary {
     /// Whether a signal interrupted the run: the report is partial.
     #[serde(default)]
     pub interrupted: bool,
+    /// How the pace went, when it decided how many scenarios ran at once (no `-j`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pace: Option<PaceSummary>,
+    /// Verdicts that conform ran again alone before giving them (see
+    /// [`ScenarioResult::wants_confirmation`]).
+    #[serde(default)]
+    pub confirmation: ConfirmationSummary,
+}
+
+/// The failures a run confirmed alone, and those that did not repeat.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConfirmationSummary {
+    /// Scenarios that failed beside the others and again alone: their failure stands.
+    pub confirmed: Vec<String>,
+    /// Scenarios that failed beside the others and passed alone: reported, not counted (the
+    /// machine's load, or a fault that shows only under load).
+    pub flaky: Vec<String>,
+    /// Scenarios whose premise the run beside the others did not meet, run again alone.
+    pub rerun_for_premise: Vec<String>,
 }
 
 impl RunSummary {
@@ -188,6 +228,9 @@ impl RunSummary {
             interrupted,
             interruption_declared,
             strict,
+            pace,
+            allow_unjudged,
+            role_fills,
         } = *facts;
         // Coverage is read off the results: the roles whose absence skipped a scenario.
         let roles_missing: Vec<String> = results
@@ -268,13 +311,22 @@ impl RunSummary {
                 skipped: counts.skip,
                 skip_reasons,
                 roles_missing,
+                roles_filled: role_fills.to_vec(),
+                unjudged_musts: results
+                    .iter()
+                    .filter(|r| r.is_unjudged_must())
+                    .map(|r| r.id.clone())
+                    .collect(),
             },
             baseline,
             conformant,
             strict,
+            allow_unjudged,
             exit_code: 0,
             duration_ms,
             interrupted,
+            pace: pace.cloned(),
+            confirmation: ConfirmationSummary::of(results),
         };
         summary.exit_code = exit_code(&summary);
         summary
@@ -288,6 +340,24 @@ impl RunSummary {
     /// Whether the baseline made the run fail (an unexpected failure or a stale entry).
     pub fn baseline_surprised(&self) -> bool {
         !self.baseline.stale.is_empty() || !self.baseline.unexpected_failures.is_empty()
+    }
+}
+
+impl ConfirmationSummary {
+    /// Read off the results' first runs.
+    pub fn of(results: &[ScenarioResult]) -> Self {
+        let mut summary = ConfirmationSummary::default();
+        for r in results {
+            let Some(first) = &r.first_run else { continue };
+            let list = match (&first.status, &r.status) {
+                (Status::Fail, Status::Fail) => &mut summary.confirmed,
+                (Status::Fail, Status::Pass) => &mut summary.flaky,
+                (Status::Skip { .. }, _) => &mut summary.rerun_for_premise,
+                _ => continue,
+            };
+            list.push(r.id.clone());
+        }
+        summary
     }
 }
 
@@ -305,6 +375,8 @@ fn exit_code(summary: &RunSummary) -> u8 {
         exit::GENERAL_ERROR
     } else if summary.baseline_surprised() {
         exit::BASELINE_MISMATCH
+    } else if !summary.coverage.unjudged_musts.is_empty() && !summary.allow_unjudged {
+        exit::UNJUDGED
     } else {
         exit::SUCCESS
     }

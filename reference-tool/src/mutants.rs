@@ -178,10 +178,16 @@ mutants! {
     NoAttach = "no-attach",
     /// `job status` waits like `job wait` (it never waits).
     JobStatusWaits = "job-status-waits",
+    /// `job wait` ignores its budget and holds its caller until the job ends (it holds it at
+    /// most up to the budget).
+    JobWaitBlocks = "job-wait-blocks",
     /// No SIGTERM handler: the signal kills the front process instead of a hand-off.
     SigtermKillsTheCall = "sigterm-kills-the-call",
     /// A stalled job ends with `error.code` TIMEOUT (it is STALLED).
     StallReportedAsTimeout = "stall-reported-as-timeout",
+    /// The idle watchdog never ends a stalled job: it runs on, silent (it ends with STALLED
+    /// after `idle_timeout_ms` without progress).
+    WatchdogOff = "watchdog-off",
     /// A `running` hand-off's `continue_command` is `job wait <id> --output json` (it is
     /// exactly `<tool> job wait <id>`).
     RunningContinueWithExtraFlag = "running-continue-with-extra-flag",
@@ -831,8 +837,14 @@ pub fn dead_worker_looks_alive() -> bool {
 }
 
 /// How the watchdog ends an active job (reference: `verdict`). For
-/// [`Mutant::StallReportedAsTimeout`] a stalled job's `error.code` says TIMEOUT.
+/// [`Mutant::StallReportedAsTimeout`] a stalled job's `error.code` says TIMEOUT; for
+/// [`Mutant::WatchdogOff`] a stalled job is not ended at all.
 pub fn watchdog_verdict(mut verdict: Option<JobOutcome>) -> Option<JobOutcome> {
+    if active(Mutant::WatchdogOff)
+        && verdict.as_ref().is_some_and(|outcome| outcome.status == JobStatus::Stalled)
+    {
+        return None;
+    }
     if active(Mutant::StallReportedAsTimeout)
         && let Some(outcome) = &mut verdict
         && outcome.status == JobStatus::Stalled
@@ -1092,6 +1104,12 @@ pub fn attach_instance(conn: &Connection, instance: &str, key: &IdentityKey) -> 
         |r| r.get(0),
     )
     .unwrap_or_else(|_| instance.to_owned())
+}
+
+/// `job wait`'s deadline (reference: `deadline`, the budget's or `--timeout`'s); with
+/// [`Mutant::JobWaitBlocks`] there is none, and the wait lasts until the job ends.
+pub fn job_wait_deadline(deadline: Option<std::time::Instant>) -> Option<std::time::Instant> {
+    if active(Mutant::JobWaitBlocks) { None } else { deadline }
 }
 
 /// For [`Mutant::JobStatusWaits`]: whether `job status` waits like `job wait`.

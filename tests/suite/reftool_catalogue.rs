@@ -185,6 +185,7 @@ catalogue! {
     job_ids_are_not_guessable => "job-ids-are-not-guessable",
     job_status_never_waits => "job-status-never-waits",
     job_wait_after_the_end_repeats_the_result => "job-wait-after-the-end-repeats-the-result",
+    job_wait_holds_its_caller_to_the_budget => "job-wait-holds-its-caller-to-the-budget",
     job_wait_progress_grows => "job-wait-progress-grows",
     job_wait_reports_growing_progress => "job-wait-reports-growing-progress",
     jobs_are_owned_by_their_instance => "jobs-are-owned-by-their-instance",

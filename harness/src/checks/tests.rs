@@ -56,6 +56,7 @@ impl Parts {
             elapsed: Duration::from_millis(self.elapsed_ms),
             pipes_closed_after: self.pipes_closed_after_ms.map(Duration::from_millis),
             pid: 4242,
+            usage: None,
             line_signal_sent_after: None,
         };
         let json = self.json.unwrap_or_else(|| parse_stdout(&outcome));

@@ -32,6 +32,7 @@ use nix::sys::signal::{Signal, kill, killpg};
 use nix::sys::wait::{Id, WaitPidFlag, waitid};
 use nix::unistd::pipe2;
 
+use super::usage;
 use super::{
     Captured, ExecError, Graces, GroupState, Invocation, LineSignal, Outcome, Program, SHELL,
     StdinMode, Termination, pid_of, terminal,
@@ -48,6 +49,14 @@ const READS_PER_WAKE: usize = 16;
 const TICK: Duration = Duration::from_secs(1);
 
 type Collected = Result<Outcome, ExecError>;
+
+/// What the waiter learns of the exit.
+struct Exited {
+    /// When it saw it.
+    at: Instant,
+    /// What the process cost (see [`usage`]).
+    usage: Option<usage::ProcessUsage>,
+}
 
 /// Spawns the step and its pump; returns the pid and the pump's handle.
 pub(super) fn start(
@@ -113,13 +122,19 @@ pub(super) fn start(
 
     // Both threads exist before the process does.
     let (pid_tx, pid_rx) = mpsc::channel::<u32>();
-    let (exit_tx, exit_rx) = mpsc::channel::<Instant>();
+    let (exit_tx, exit_rx) = mpsc::channel::<Exited>();
     thread::Builder::new()
         .name("conform-exec-waiter".to_owned())
         .spawn(move || {
             let Ok(pid) = pid_rx.recv() else { return };
             wait_for_exit(pid);
-            let _ = exit_tx.send(Instant::now());
+            let at = Instant::now();
+            // Exited, not yet reaped: what it cost is still readable.
+            let usage = usage::read(pid);
+            if let Some(usage) = usage {
+                usage::record(usage);
+            }
+            let _ = exit_tx.send(Exited { at, usage });
             // A byte, not just the close: the close alone would never be seen if some process
             // had inherited the write end.
             let _ = File::from(wake_write).write_all(b"x");
@@ -153,6 +168,7 @@ pub(super) fn start(
         stdin,
         wake: Some(File::from(wake_read)),
         exit_rx,
+        usage: None,
         group,
         line_signal,
         line_signal_sent_at: None,
@@ -289,7 +305,9 @@ struct Pump {
     stdin: StdinSide,
     /// The read end of the waiter's wake-up pipe, until the exit is known.
     wake: Option<File>,
-    exit_rx: Receiver<Instant>,
+    exit_rx: Receiver<Exited>,
+    /// What the process cost, once it exited.
+    usage: Option<usage::ProcessUsage>,
     group: Arc<Mutex<GroupState>>,
     /// The signal to send once enough stdout lines were read.
     line_signal: Option<LineSignal>,
@@ -351,7 +369,9 @@ impl Pump {
                 match slot {
                     Slot::Wake => {
                         self.wake = None;
-                        exited_at = Some(self.exit_rx.recv().unwrap_or_else(|_| Instant::now()));
+                        let exited = self.exit_rx.recv().ok();
+                        self.usage = exited.as_ref().and_then(|e| e.usage);
+                        exited_at = Some(exited.map_or_else(Instant::now, |e| e.at));
                     }
                     Slot::Stdout => {
                         self.stdout.drain(&mut buf);
@@ -391,6 +411,7 @@ impl Pump {
             elapsed: exited_at.saturating_duration_since(self.started),
             pipes_closed_after,
             pid: self.pid,
+            usage: self.usage,
             stdout_lines: self.stdout.newlines,
             line_signal_sent_after: self
                 .line_signal_sent_at

@@ -95,12 +95,12 @@ pub fn render(report: &RunReport, colour: bool) -> String {
     let info = &report.info;
     let _ = writeln!(
         out,
-        "{} {} against the CLI Agent Spec {} ({} scenarios, {} at a time)",
+        "{} {} against the CLI Agent Spec {} ({} scenarios, {})",
         p.bold("conform:"),
         info.tool,
         info.spec_version,
         info.scenario_count,
-        info.jobs
+        super::progress::at_a_time(info)
     );
     let id_width = report.results.iter().map(|r| r.id.len()).max().unwrap_or(0).max(20);
     for (requirement, group) in report.by_requirement() {
@@ -158,6 +158,15 @@ pub fn render(report: &RunReport, colour: bool) -> String {
             );
         }
     }
+    let flaky: Vec<&ScenarioResult> = report.results.iter().filter(|r| r.is_flaky()).collect();
+    if !flaky.is_empty() {
+        let _ = writeln!(out, "\n{}", p.bold("Flaky (failed beside the others, passed alone)"));
+        for r in flaky {
+            let first = r.first_run.as_ref().and_then(|f| f.findings.first());
+            let why = first.map_or_else(String::new, |f| format!(": [{}] {}", f.check, f.message));
+            let _ = writeln!(out, "  {} ({}, {}){why}", r.id, r.requirement, r.level);
+        }
+    }
     render_notes(&mut out, p, report);
     render_summary(&mut out, p, report);
     out
@@ -212,6 +221,12 @@ fn render_failure(out: &mut String, p: Paint, r: &ScenarioResult) -> bool {
     }
     if let Status::Error { message } = &r.status {
         let _ = writeln!(out, "  conform failed: {message}");
+    }
+    if r.is_confirmed_failure() {
+        let _ = writeln!(
+            out,
+            "  confirmed: it failed beside the other scenarios, and again alone with its role calibrated afresh (below: the run alone)"
+        );
     }
     for finding in &r.findings {
         let text = finding.to_string();
@@ -338,6 +353,49 @@ fn render_claims(out: &mut String, p: Paint, claims: &[ClaimVerdict]) {
     }
 }
 
+/// The verdicts conform ran again alone: the failures that repeated, those that did not.
+fn render_confirmation(out: &mut String, s: &crate::summary::RunSummary) {
+    let c = &s.confirmation;
+    if !c.confirmed.is_empty() {
+        let _ = writeln!(
+            out,
+            "  confirmed alone: {} failure(s) repeated when run again alone with the role calibrated afresh: {}",
+            c.confirmed.len(),
+            c.confirmed.join(", ")
+        );
+    }
+    if !c.flaky.is_empty() {
+        let _ = writeln!(
+            out,
+            "  flaky: {} scenario(s) failed beside the others and passed alone (not counted; the machine's load, or a fault that shows only under load): {}",
+            c.flaky.len(),
+            c.flaky.join(", ")
+        );
+    }
+    if !c.rerun_for_premise.is_empty() {
+        let _ = writeln!(
+            out,
+            "  run again alone for a premise the load denied: {}",
+            c.rerun_for_premise.join(", ")
+        );
+    }
+}
+
+/// How the pace went, in one line.
+fn pace_line(pace: &crate::pace::PaceSummary) -> String {
+    let cpu = pace
+        .cpu_per_call_us
+        .map_or_else(|| "unmeasured".to_owned(), |us| format!("{:.1} ms", us as f64 / 1000.0));
+    let wait = pace.mean_run_delay_us.map_or_else(
+        || "unknown (no scheduler statistics)".to_owned(),
+        |us| format!("{:.0} ms", us as f64 / 1000.0),
+    );
+    format!(
+        "{} at once first (the tool's CPU per call: {cpu}), {} at most (of {}), {} at the end; cut {} time(s) when the machine stretched the processes; mean wait for a CPU {wait}",
+        pace.first, pace.peak, pace.ceiling, pace.last, pace.falls
+    )
+}
+
 fn render_summary(out: &mut String, p: Paint, report: &RunReport) {
     let s = &report.summary;
     let c = &s.counts;
@@ -382,6 +440,27 @@ fn render_summary(out: &mut String, p: Paint, report: &RunReport) {
             s.coverage.roles_missing.join(", ")
         );
     }
+    for fill in &s.coverage.roles_filled {
+        let _ = writeln!(
+            out,
+            "    role `{}` played by the profile's `{}` (`{}` declares what it needs)",
+            fill.role, fill.by, fill.command
+        );
+    }
+    let unjudged = &s.coverage.unjudged_musts;
+    if !unjudged.is_empty() {
+        let what =
+            if s.allow_unjudged { "accepted by the gate" } else { "so the run is not green" };
+        let _ = writeln!(
+            out,
+            "    {} `must` scenario(s) not judged for a reason the profile can fix ({what}; the skip reasons above say how)",
+            unjudged.len()
+        );
+    }
+    render_confirmation(out, s);
+    if let Some(pace) = &s.pace {
+        let _ = writeln!(out, "  pace: {}", pace_line(pace));
+    }
     if s.baseline.in_use {
         let _ = writeln!(
             out,
@@ -417,6 +496,10 @@ fn render_summary(out: &mut String, p: Paint, report: &RunReport) {
         }
         exit::NOT_CONFORMANT => p.red("NOT CONFORMANT"),
         exit::BASELINE_MISMATCH => p.red("CONFORMANT, BUT THE BASELINE DOES NOT MATCH"),
+        exit::UNJUDGED => p.red(&format!(
+            "NOT JUDGED: {} `must` scenario(s) could not be judged, for reasons the profile can fix",
+            s.coverage.unjudged_musts.len()
+        )),
         exit::INTERRUPTED => p.red("INTERRUPTED: a partial report of what finished"),
         _ => p.red("NO VERDICT (conform failed)"),
     };

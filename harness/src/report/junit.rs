@@ -11,7 +11,9 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
+use quick_junit::{
+    NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestRerun, TestSuite,
+};
 
 use super::human::steps_to_show;
 use super::{Collector, RunReport, Sink};
@@ -101,6 +103,21 @@ fn test_case(r: &ScenarioResult) -> TestCase {
             s
         }
     };
+    // A first run that failed beside the others and was confirmed or not alone: a rerun, as
+    // nextest records a flaky test (`flakyFailure` on a pass, `rerunFailure` on a failure).
+    let mut status = status;
+    if let Some(first) = r.first_run.as_deref().filter(|f| f.status == Status::Fail) {
+        let mut rerun = TestRerun::new(NonSuccessKind::Failure);
+        let finding = first.findings.first();
+        rerun
+            .set_type(finding.map_or_else(|| "fail".to_owned(), |f| f.check.to_string()))
+            .set_message(finding.map_or_else(
+                || "failed beside the other scenarios".to_owned(),
+                |f| format!("beside the other scenarios: {}", f.message),
+            ))
+            .set_time(Duration::from_millis(first.duration_ms));
+        status.add_rerun(rerun);
+    }
     let mut case = TestCase::new(r.id.as_str(), status);
     case.set_classname(r.requirement.as_str());
     case.set_time(Duration::from_millis(r.duration_ms));

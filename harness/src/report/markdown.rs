@@ -101,7 +101,12 @@ pub fn render(report: &RunReport) -> String {
         s.coverage.skipped,
         s.coverage.run + s.coverage.skipped
     );
+    let unjudged = format!(
+        "not judged: {} `must` scenario(s) skipped for reasons the profile can fix",
+        s.coverage.unjudged_musts.len()
+    );
     let verdict = match s.exit_code {
+        exit::UNJUDGED => unjudged.as_str(),
         exit::SUCCESS if s.coverage.skipped > 0 => partly.as_str(),
         exit::SUCCESS => "conformant",
         exit::NOT_CONFORMANT => "NOT conformant",
@@ -210,6 +215,16 @@ pub fn render(report: &RunReport) -> String {
             let _ = writeln!(out, "| `{}` | {} | {} |", cell(&r.id), r.level, cell(reason));
         }
         let _ = writeln!(out);
+    }
+
+    if !s.confirmation.flaky.is_empty() {
+        let ids: Vec<String> =
+            s.confirmation.flaky.iter().map(|id| format!("`{}`", cell(id))).collect();
+        let _ = writeln!(
+            out,
+            "Flaky (failed beside the other scenarios, passed alone; not counted): {}\n",
+            ids.join(", ")
+        );
     }
 
     if !s.coverage.skip_reasons.is_empty() {

@@ -73,9 +73,11 @@ impl Collector {
         match event {
             Event::RunStarted(info) => self.info = Some(info.clone()),
             // The report is made of results; calibrations and setups show in their notes and errors.
+            // A result to confirm comes again, final, as `ScenarioFinished`.
             Event::ScenarioStarted { .. }
             | Event::Calibrated { .. }
-            | Event::SetupFailed { .. } => {}
+            | Event::SetupFailed { .. }
+            | Event::ScenarioToConfirm(_) => {}
             Event::ScenarioFinished(result) => self.results.push((**result).clone()),
             Event::RunFinished(summary) => {
                 let info = self.info.take().unwrap_or_else(|| RunInfo {
@@ -83,6 +85,7 @@ impl Collector {
                     spec_version: SPEC_VERSION.to_owned(),
                     scenario_count: self.results.len(),
                     jobs: 1,
+                    paced_from: None,
                 });
                 let results = std::mem::take(&mut self.results);
                 return Some(RunReport::new(info, results, summary.clone()));

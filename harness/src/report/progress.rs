@@ -93,6 +93,16 @@ impl ProgressReporter {
     }
 }
 
+/// How many scenarios run at once, in words.
+pub fn at_a_time(info: &crate::event::RunInfo) -> String {
+    match info.paced_from {
+        Some(first) => {
+            format!("up to {} at a time as the machine allows (first {first})", info.jobs)
+        }
+        None => format!("{} at a time", info.jobs),
+    }
+}
+
 impl Reporter for ProgressReporter {
     fn handle(&mut self, event: &Event) -> Result<(), ReportError> {
         match event {
@@ -100,8 +110,10 @@ impl Reporter for ProgressReporter {
                 self.total = info.scenario_count;
                 match &mut self.mode {
                     Mode::Lines { sink, .. } => sink.write_all(&format!(
-                        "conform: {} scenarios against {}, {} at a time\n",
-                        info.scenario_count, info.tool, info.jobs
+                        "conform: {} scenarios against {}, {}\n",
+                        info.scenario_count,
+                        info.tool,
+                        at_a_time(info)
                     )),
                     Mode::Bar(bar) => {
                         bar.set_length(info.scenario_count as u64);
@@ -109,6 +121,20 @@ impl Reporter for ProgressReporter {
                         Ok(())
                     }
                 }
+            }
+            Event::ScenarioToConfirm(r) => {
+                let first = match r.findings.first() {
+                    Some(f) => format!(" ({}: {})", f.check, f.message),
+                    None => String::new(),
+                };
+                self.note(&format!(
+                    "conform: {} {} beside the other scenarios{first}; it runs again alone once they are done, and that run gives its verdict",
+                    r.id,
+                    match r.status {
+                        Status::Fail => "failed",
+                        _ => "could not be judged",
+                    }
+                ))
             }
             Event::ScenarioStarted { id } => {
                 if let Mode::Bar(bar) = &self.mode {

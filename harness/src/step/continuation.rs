@@ -2,14 +2,14 @@
 //! and running `data.cancel_command`, both through `sh -c` as an agent would.
 
 use std::ffi::OsString;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use super::{DEFAULT_MAX_HOPS, INCOMPLETE, ScenarioState};
+use super::{DEFAULT_MAX_HOPS, INCOMPLETE, Premise, ScenarioState};
 use crate::checks;
 use crate::exec::{self, Invocation, Program};
 use crate::observe::Observation;
-use crate::outcome::Finding;
 use crate::outcome::FindingKind;
+use crate::outcome::{Finding, millis};
 use crate::scenario::ShellStep;
 
 /// The shortest a hop is taken to last, whatever the tool's measured start-up.
@@ -79,26 +79,43 @@ impl ScenarioState<'_> {
             self.step_role.insert(c.name.clone(), role.clone());
             self.current_role = role;
             self.last.insert(c.name.clone(), last);
-            return Ok(self.judge_step(&c.name, c.premise.as_ref(), &c.expect, &[last]));
+            return Ok(self.judge_step(&c.name, c.premise.as_ref(), &c.expect, &[last], None));
         }
         let mut line = match self.command_from(&c.name, &c.from, "/data/continue_command") {
             Ok(l) => l,
             Err(f) => return Ok(vec![f]),
         };
+        // The step's limit bounds the whole loop, not only each hop: a job that answers 14
+        // every few seconds for ever (a stalled job whose watchdog never fires) is judged when
+        // the limit is up, not after as many hops as could fit. No hop starts past it; the
+        // one running then ends on its own (each hop is held to its budget anyway).
+        let window = self.limit(c.limit.as_deref())?;
+        let started = Instant::now();
         let max_hops = match c.max_hops {
             Some(hops) => hops,
-            None => hop_limit(self.limit(None)?, self.subject.startup),
+            None => hop_limit(window, self.subject.startup),
         };
         let mut indices = Vec::new();
-        for hop in 1..=max_hops {
+        let mut hops = 0;
+        while hops < max_hops {
+            if started.elapsed() >= window {
+                break;
+            }
+            hops += 1;
             let inv = self.shell_invocation(c, line.clone())?;
             crate::interrupt::gate()?;
             let outcome = exec::run(&inv).map_err(|e| e.to_string())?;
-            let i = self.record(&c.name, format!("{}#{hop}", c.name), &inv, outcome);
+            let i = self.record(&c.name, format!("{}#{hops}", c.name), &inv, outcome);
             indices.push(i);
+            // Every hop holds its caller at most as long as its budget allows.
+            if let Some(finding) = self.held_too_long(i) {
+                return Ok(vec![finding]);
+            }
             if self.observations[i].exit_code() != Some(INCOMPLETE) {
-                if self.misses_premise(&c.name, c.premise.as_ref(), i) {
-                    return Ok(Vec::new());
+                match self.misses_premise(&c.name, c.premise.as_ref(), i, None) {
+                    Premise::Met => {}
+                    Premise::MissedLegally => return Ok(Vec::new()),
+                    Premise::MissedIllegally(findings) => return Ok(findings),
                 }
                 let mut findings = self.check_one(&c.expect, &self.observations[i]);
                 let all: Vec<&Observation> =
@@ -112,13 +129,20 @@ impl ScenarioState<'_> {
                 Err(f) => return Ok(vec![f]),
             };
         }
+        let took = millis(started.elapsed());
         Ok(vec![
             Finding::new(
                 FindingKind::ContinueLoop,
-                format!("the work did not end within {max_hops} continuations"),
+                format!(
+                    "the work did not end within {hops} continuations over {took} ms (the step allows {} ms and {max_hops} continuations)",
+                    millis(window)
+                ),
             )
-            .expected(format!("an exit other than 14 within {max_hops} runs of continue_command"))
-            .actual(format!("still 14 after {max_hops}: {line}"))
+            .expected(format!(
+                "an exit other than 14 within {} ms of running continue_command",
+                millis(window)
+            ))
+            .actual(format!("still 14 after {hops} runs and {took} ms: {line}"))
             .at_step(c.name.clone()),
         ])
     }
@@ -132,7 +156,7 @@ impl ScenarioState<'_> {
         crate::interrupt::gate()?;
         let outcome = exec::run(&inv).map_err(|e| e.to_string())?;
         let i = self.record(&c.name, c.name.clone(), &inv, outcome);
-        Ok(self.judge_step(&c.name, c.premise.as_ref(), &c.expect, &[i]))
+        Ok(self.judge_step(&c.name, c.premise.as_ref(), &c.expect, &[i], Some(&c.from)))
     }
 }
 

@@ -61,7 +61,7 @@ impl ScenarioState<'_> {
                 None => Vec::new(),
             };
             let indices = self.invoke(r, Launch { prefix, ..Launch::default() })?;
-            return Ok(self.judge_step(&r.name, r.premise.as_ref(), &r.expect, &indices));
+            return Ok(self.judge_step(&r.name, r.premise.as_ref(), &r.expect, &indices, None));
         };
         if matches!(kind, ProbeKind::Stream | ProbeKind::StreamSignal) {
             return self.run_streams(r, kind);

@@ -12,6 +12,7 @@
 
 mod cleanup;
 mod continuation;
+mod held;
 mod invoke;
 mod lifetime;
 
@@ -37,8 +38,8 @@ use crate::outcome::{
 use crate::prepare::SETUP_LIMIT;
 use crate::sandbox::{self, Sandbox};
 use crate::scenario::{
-    CONSTANT_SLACK, EnvelopeRule, Expect, STARTUP, Scenario, ShellCommandStep, Step, Var,
-    VerifyStep, eval_duration, signal_by_name, walk_template,
+    CONSTANT_SLACK, EnvelopeRule, Expect, IDLE_TIMEOUT, STARTUP, Scenario, ShellCommandStep, Step,
+    Var, VerifyStep, eval_duration, signal_by_name, walk_template,
 };
 
 /// Default bound on a step without calibration.
@@ -88,6 +89,16 @@ pub fn hang_charge<'a>(facts: HangFacts<'a>) -> &'a str {
 /// The advisory note on a manifest answered bare.
 pub const BARE_MANIFEST_NOTE: &str = "the manifest command answers the manifest bare: conform accepts it (CONTRACT §2), the spec kit's manifest_valid and json_envelope refuse it (they want it as the data of an envelope)";
 
+/// What a step's premise came to ([`ScenarioState::misses_premise`]).
+enum Premise {
+    /// Met, or the step has none.
+    Met,
+    /// Missed while the tool behaved legally: the scenario is skipped.
+    MissedLegally,
+    /// Missed, and what came instead breaks a rule: these findings.
+    MissedIllegally(Vec<Finding>),
+}
+
 /// What the steps of a scenario came to.
 #[derive(Debug, Default)]
 pub struct StepsOutcome {
@@ -112,6 +123,7 @@ pub fn run_steps(
     sandbox: &Sandbox,
     calibration: Option<Arc<Calibration>>,
     input: Option<String>,
+    idle_timeout: Option<Duration>,
 ) -> StepsOutcome {
     let mut state = ScenarioState {
         subject,
@@ -122,6 +134,7 @@ pub fn run_steps(
         base_env: sandbox.env(),
         marker: sandbox.marker().to_owned(),
         calibration,
+        idle_timeout,
         observations: Vec::new(),
         last: BTreeMap::new(),
         step_observations: BTreeMap::new(),
@@ -133,6 +146,7 @@ pub fn run_steps(
         notes: RefCell::new(Vec::new()),
         started: BTreeMap::new(),
         effects: BTreeMap::new(),
+        holds: BTreeMap::new(),
     };
     let mut outcome = StepsOutcome::default();
     for step in &scenario.steps {
@@ -186,6 +200,8 @@ pub struct ScenarioState<'e> {
     base_env: BTreeMap<OsString, OsString>,
     marker: String,
     calibration: Option<Arc<Calibration>>,
+    /// `{idle_timeout}`, when the scenario uses it.
+    idle_timeout: Option<Duration>,
     observations: Vec<Observation>,
     /// Index in `observations` of each step's last observation.
     last: BTreeMap<String, usize>,
@@ -210,6 +226,9 @@ pub struct ScenarioState<'e> {
     started: BTreeMap<String, Instant>,
     /// What each verify step's oracle answered: its output, or why it failed.
     effects: BTreeMap<String, Result<String, String>>,
+    /// What bounds each observation's call, by index in `observations` (calls without a
+    /// bound are absent).
+    holds: BTreeMap<usize, held::Hold>,
 }
 
 /// What the checks look at, resolved from the scenario's state before they run.
@@ -218,6 +237,7 @@ impl ScenarioState<'_> {
         eval_duration(expr, |name| match name {
             CONSTANT_SLACK => Some(SLACK),
             STARTUP => Some(self.subject.startup),
+            IDLE_TIMEOUT => self.idle_timeout,
             _ => self.calibration.as_ref().and_then(|c| c.var(name)),
         })
     }
@@ -295,6 +315,9 @@ impl ScenarioState<'_> {
     fn var_text(&self, var: &Var) -> Option<String> {
         match var {
             Var::Calibration(name) if name == CONSTANT_SLACK => Some(millis(SLACK).to_string()),
+            Var::Calibration(name) if name == IDLE_TIMEOUT => {
+                self.idle_timeout.map(|d| millis(d).to_string())
+            }
             Var::Calibration(name) if name == STARTUP => {
                 Some(millis(self.subject.startup).to_string())
             }
@@ -326,6 +349,7 @@ impl ScenarioState<'_> {
         outcome: exec::Outcome,
     ) -> usize {
         let json = observe::parse_stdout(&outcome);
+        let hold = self.hold_of(inv);
         let repro = Repro::from_invocation(inv, &self.base_env);
         let record = StepRecord::from_exec(name, repro, &outcome, json.as_ref().ok().cloned());
         self.observations.push(Observation {
@@ -335,6 +359,9 @@ impl ScenarioState<'_> {
             sandbox_root: self.sandbox_root.clone(),
         });
         let i = self.observations.len() - 1;
+        if let Some(hold) = hold {
+            self.holds.insert(i, hold);
+        }
         self.last.insert(step.to_owned(), i);
         self.step_observations.entry(step.to_owned()).or_default().push(i);
         i
@@ -494,34 +521,114 @@ impl ScenarioState<'_> {
         ])
     }
 
-    /// [`Self::judge`], after the step's `premise` ([`Self::misses_premise`]).
+    /// [`Self::judge`], after the step's `premise` ([`Self::misses_premise`]); `from` is the
+    /// step whose job a cancel step stops.
     fn judge_step(
         &mut self,
         step: &str,
         premise: Option<&Expect>,
         expect: &Expect,
         indices: &[usize],
+        from: Option<&str>,
     ) -> Vec<Finding> {
-        match indices.last() {
-            Some(&last) if self.misses_premise(step, premise, last) => Vec::new(),
-            _ => self.judge(step, expect, indices),
+        // No premise excuses a call that held its caller past its bound.
+        let held: Vec<Finding> = indices.iter().filter_map(|&i| self.held_too_long(i)).collect();
+        if !held.is_empty() {
+            return held;
+        }
+        let Some(&last) = indices.last() else { return self.judge(step, expect, indices) };
+        match self.misses_premise(step, premise, last, from) {
+            Premise::Met => self.judge(step, expect, indices),
+            Premise::MissedLegally => Vec::new(),
+            Premise::MissedIllegally(mut findings) => {
+                let mut judged = self.judge(step, expect, indices);
+                judged.append(&mut findings);
+                judged
+            }
         }
     }
 
-    /// Whether observation `i` misses the step's `premise`; if so the scenario stops as
-    /// skipped ([`SkipReason::PremiseNotMet`], naming the first unmet check) and nothing of
-    /// the step is judged.
-    fn misses_premise(&mut self, step: &str, premise: Option<&Expect>, i: usize) -> bool {
-        let Some(premise) = premise else { return false };
+    /// Whether observation `i` met the step's `premise`. A miss skips the scenario
+    /// ([`SkipReason::PremiseNotMet`], naming the first unmet check) only when the tool behaved
+    /// legally: a premise waits for something the tool may legally not show on a loaded
+    /// machine (a job still running, progress before a hand-off), never for what the
+    /// criterion requires. So when the job ended instead, that ending must be the work's own
+    /// (the calibrated response, read from the call itself or, after a refused cancel, from
+    /// `job status`); otherwise the miss is judged as a failure with those findings.
+    fn misses_premise(
+        &mut self,
+        step: &str,
+        premise: Option<&Expect>,
+        i: usize,
+        from: Option<&str>,
+    ) -> Premise {
+        let Some(premise) = premise else { return Premise::Met };
         let Some(missed) = self.check_one(premise, &self.observations[i]).into_iter().next() else {
-            return false;
+            return Premise::Met;
         };
+        let illegal = match from {
+            Some(origin) => self.cancelled_job_ended_on_its_own(step, origin),
+            None if self.observations[i].exit_code() != Some(INCOMPLETE) => {
+                self.ended_as_calibrated(i)
+            }
+            None => Vec::new(),
+        };
+        if !illegal.is_empty() {
+            return Premise::MissedIllegally(illegal);
+        }
         let why = match &missed.actual {
             Some(actual) => format!("{}; saw {actual}", missed.message),
             None => missed.message,
         };
         self.profile_problem = Some(SkipReason::PremiseNotMet { step: step.to_owned(), why });
-        true
+        Premise::MissedLegally
+    }
+
+    /// Findings when observation `i`, a response that ended the job, is not the ending the
+    /// work gives uninterrupted (none when the scenario has no calibration to compare with).
+    fn ended_as_calibrated(&self, i: usize) -> Vec<Finding> {
+        if self.calibrated().is_err() {
+            return Vec::new();
+        }
+        let expect = Expect { matches_calibrated: Some(true), ..Expect::default() };
+        self.check_one(&expect, &self.observations[i])
+    }
+
+    /// After a cancel of `origin`'s job was refused: findings when the job had not ended on
+    /// its own, as `job status` (run now, and recorded) tells: it still runs, or it ended
+    /// otherwise than the uninterrupted work.
+    fn cancelled_job_ended_on_its_own(&mut self, step: &str, origin: &str) -> Vec<Finding> {
+        let Some(id) = self.last_of(origin).and_then(|o| o.str_at("/data/job_id")) else {
+            return Vec::new();
+        };
+        let mut argv = self.subject.tool.argv();
+        argv.extend(["job".to_owned(), "status".to_owned(), id.to_owned()]);
+        let env = self.step_env.get(origin).cloned().unwrap_or_else(|| self.base_env.clone());
+        let mut inv = Invocation::new(
+            Program::Argv(argv.iter().map(OsString::from).collect()),
+            env,
+            self.work.clone(),
+        );
+        inv.timeout = DEFAULT_STEP_LIMIT;
+        let Ok(outcome) =
+            crate::interrupt::gate().and_then(|()| exec::run(&inv).map_err(|e| e.to_string()))
+        else {
+            return Vec::new();
+        };
+        let status_step = format!("{step}-status");
+        let i = self.record(&status_step, status_step.clone(), &inv, outcome);
+        if self.observations[i].exit_code() == Some(INCOMPLETE) {
+            return vec![
+                Finding::new(
+                    FindingKind::ExitCode,
+                    "job cancel was refused as if the job had ended, but job status says it still runs",
+                )
+                .expected("the job stopped by the cancel (REQ-F-081), or a job that had ended")
+                .actual("job status exits 14: running")
+                .at_step(status_step),
+            ];
+        }
+        self.ended_as_calibrated(i)
     }
 
     fn judge(&self, step: &str, expect: &Expect, indices: &[usize]) -> Vec<Finding> {
@@ -564,6 +671,10 @@ impl ScenarioState<'_> {
                 };
                 findings.extend(finding.map(|f| f.at_step(obs.record.name.clone())));
             }
+        }
+        // An explicit bound on the step's time says at least as much as the call's own.
+        if expect.elapsed_max.is_none() {
+            findings.extend(indices.iter().filter_map(|&i| self.held_too_long(i)));
         }
         let all: Vec<&Observation> = indices.iter().map(|&i| &self.observations[i]).collect();
         findings.extend(checks::check_all(expect, step, &all, &self.step_facts(step, expect)));

@@ -286,16 +286,17 @@ fn help_and_init_point_to_the_manual() {
     assert!(text.contains("`conform manual profile`"), "{text}");
 }
 
-/// The `-j` default follows the cores, and a tool slow to start runs fewer at once.
+/// Without `-j` the pace decides between one scenario per core and a ceiling that follows
+/// the cores, lower for a tool slow to start.
 #[test]
-fn the_default_jobs_follow_the_cores_and_the_start_up() {
+fn the_pace_bounds_follow_the_cores_and_the_start_up() {
     use std::time::Duration;
     let cores = std::thread::available_parallelism().unwrap().get();
-    let fast = conform::cli::default_jobs(Duration::from_millis(20));
-    assert_eq!(fast, (8 * cores).clamp(64, 96));
-    let slow = conform::cli::default_jobs(conform::cli::SLOW_STARTUP);
-    assert_eq!(slow, (2 * cores).clamp(4, 16));
-    assert!(slow < fast);
+    let fast = conform::cli::pace_bounds(Duration::from_millis(20));
+    assert_eq!((fast.floor, fast.ceiling), (cores, (8 * cores).clamp(64, 96)));
+    let slow = conform::cli::pace_bounds(conform::cli::SLOW_STARTUP);
+    assert_eq!((slow.floor, slow.ceiling), (cores, (2 * cores).clamp(4, 16)));
+    assert!(slow.ceiling < fast.ceiling);
     use clap::Parser;
     let conform::cli::Command::Run(run) =
         conform::cli::Cli::try_parse_from(["conform", "run", "t"]).unwrap().command

@@ -20,3 +20,4 @@ mod sandbox;
 mod scenarios;
 mod snapshot;
 mod support;
+mod verdicts;

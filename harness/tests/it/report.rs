@@ -81,6 +81,7 @@ pub fn result(id: &str, requirement: &str, level: Obligation, status: Status) ->
         steps: Vec::new(),
         duration_ms: 120,
         baseline: None,
+        first_run: None,
     }
 }
 
@@ -166,6 +167,7 @@ pub fn info() -> RunInfo {
         spec_version: report::SPEC_VERSION.to_owned(),
         scenario_count: 6,
         jobs: 2,
+        paced_from: None,
     }
 }
 

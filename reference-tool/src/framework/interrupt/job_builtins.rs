@@ -53,6 +53,7 @@ pub(super) fn job_wait(app: &App, call: &Call<'_>) -> Result<Response, Failure> 
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     };
+    let deadline = crate::mutants::job_wait_deadline(deadline);
     let answering = Answering {
         app,
         tool: tool_prefix(&call.invocation, &call.state.instance),
