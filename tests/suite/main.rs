@@ -6,3 +6,4 @@ mod portable_snapshots;
 mod readme;
 mod reftool_catalogue;
 mod schemas;
+mod stall_bound;
