@@ -22,5 +22,4 @@
 pub mod commands;
 pub mod duration;
 pub mod framework;
-pub mod mutants;
 pub mod runtime;

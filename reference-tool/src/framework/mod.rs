@@ -101,24 +101,29 @@
 //! `REFTOOL_IDLE_TIMEOUT_MS` (overrides every `idle_timeout_ms`; malformed: ARG_ERROR).
 
 pub mod app;
+pub mod budget;
 pub mod cli;
 pub mod context;
 pub mod envelope;
 pub mod exit;
+pub mod failure;
 pub mod interrupt;
 pub mod manifest;
 pub mod modes;
 pub mod options;
+pub mod prepare;
 pub mod registry;
+pub mod respond;
 pub mod state;
 pub mod stop;
 pub mod stream;
 pub mod userdb;
 
-pub use app::{App, Finished, HiddenEntry};
-pub use context::{ArgValue, Args, Ctx, Failure, Invocation, Phase, Warning};
+pub use app::{Answer, App, Finished, HiddenEntry};
+pub use context::{ArgValue, Args, Ctx, Invocation};
 pub use envelope::Response;
 pub use exit::{Exit, ExitCodeEntry, SideEffects};
+pub use failure::{Failure, Phase, Warning};
 pub use modes::{Modes, OutputMode};
 pub use registry::{
     CommandSpec, DangerLevel, FlagSpec, Interruption, RegistrationError, Registry, StdoutKind,

@@ -22,8 +22,6 @@ mod long_lines;
 mod manifest;
 mod migrate;
 mod modes;
-#[cfg(feature = "mutants")]
-mod mutants;
 mod reliability;
 mod reliability_heavy;
 mod repeats;
