@@ -31,10 +31,8 @@ use crate::framework::interrupt::runtime_migrations;
 use crate::framework::{App, CommandSpec, RegistrationError};
 use crate::runtime::Parts;
 
-/// The tool's name.
-pub const NAME: &str = "reftool";
-/// The tool's version (part of every job's identity).
-pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+pub use version::{NAME, VERSION};
+
 /// What the tool is for.
 pub const ABOUT: &str = "Reference CLI of the CLI Agent Spec contract";
 

@@ -5,9 +5,14 @@ use serde_json::Value;
 use crate::framework::manifest::version_data;
 use crate::framework::{CommandSpec, Exit, SideEffects};
 
+/// The tool's name.
+pub const NAME: &str = "reftool";
+/// The tool's version (part of every job's identity).
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
 /// The data of the version response (also answers `--version` in JSON mode).
 pub fn data() -> Value {
-    version_data(super::NAME, super::VERSION)
+    version_data(NAME, VERSION)
 }
 
 /// The declaration.

@@ -18,6 +18,7 @@ mod hostile_input;
 mod hostile_state;
 mod idempotency;
 mod jobs;
+mod layers;
 mod long_lines;
 mod manifest;
 mod migrate;
