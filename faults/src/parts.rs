@@ -77,7 +77,7 @@ impl JobNaming for FaultyNaming {
         keyed.key()
     }
 
-    fn new_id(&self, _key: &IdentityKey) -> Result<JobId, JobIdError> {
+    fn new_id(&self) -> Result<JobId, JobIdError> {
         if self.fault != Fault::ClockJobIds {
             return JobId::generate();
         }

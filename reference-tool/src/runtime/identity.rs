@@ -165,13 +165,12 @@ impl InvocationIdentity {
 
 /// How jobs are keyed and named: the key that makes two invocations the identical one (a job
 /// and a checkpoint are found by it) and the id of a new job. The job store keeps one
-/// ([`super::jobs::JobStore::named_by`]); CONTRACT §9 lets ids be random or derived from the
-/// key.
+/// ([`super::jobs::JobStore::named_by`]).
 pub trait JobNaming: Send + Sync {
     /// The key of `identity`.
     fn key(&self, identity: &InvocationIdentity) -> IdentityKey;
-    /// The id of a new job of `key`.
-    fn new_id(&self, key: &IdentityKey) -> Result<JobId, JobIdError>;
+    /// The id of a new job.
+    fn new_id(&self) -> Result<JobId, JobIdError>;
 }
 
 impl std::fmt::Debug for dyn JobNaming {
@@ -191,7 +190,7 @@ impl JobNaming for RandomIds {
         identity.key()
     }
 
-    fn new_id(&self, _key: &IdentityKey) -> Result<JobId, JobIdError> {
+    fn new_id(&self) -> Result<JobId, JobIdError> {
         JobId::generate()
     }
 }

@@ -813,7 +813,7 @@ impl JobStore {
                 _ => {}
             }
         }
-        let id = self.naming.new_id(&key)?;
+        let id = self.naming.new_id()?;
         let dir = self.job_dir(instance, &id);
         Self::ensure_dir(&self.instance_dir(instance))?;
         std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
