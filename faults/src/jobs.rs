@@ -135,7 +135,10 @@ pub fn after(fault: Fault, call: &Call<'_>, response: Option<&Response>, kept: K
                 let _ = std::fs::write(jobs.faults_dir("delivered").join(id.as_str()), b"");
             }
         }
-        Fault::StaleProgressOnWait if call.interruptible() && response.exit == Exit::INCOMPLETE => {
+        Fault::StaleProgressOnWait
+            if call.interruptible()
+                && response.data.get("state").is_some_and(|s| s == "running") =>
+        {
             record_hand_off_progress(call, response);
         }
         Fault::CancelKeepsCheckpoint => {

@@ -19,7 +19,15 @@ pub fn edit(fault: Fault, call: &Call<'_>, answer: &mut Answer) {
         Answer::Help { stdout_is_terminal, .. } if fault == Fault::HelpOnStdout => {
             *stdout_is_terminal = true;
         }
-        Answer::Response { response, .. } => edit_response(fault, call, response),
+        Answer::Response { response, .. } => {
+            edit_response(fault, call, response);
+            // As reftool does: a new error's `retryable` is the command's declared entry's.
+            if let (Some(error), Some(spec)) = (&mut response.error, call.spec)
+                && error.retryable.is_none()
+            {
+                error.retryable = spec.entry(error.exit).map(|e| e.retryable);
+            }
+        }
         _ => {}
     }
 }
@@ -42,7 +50,6 @@ fn edit_response(fault: Fault, call: &Call<'_>, response: &mut Response) {
     let code = response.error.as_ref().map(|e| e.code.clone());
     let code = code.as_deref();
     let stamped = call.has_budget();
-    let dispatched = call.parsed.is_ok();
     match fault {
         Fault::UnknownFlagExits1 if call.refused() => response.exit = Exit::GENERAL_ERROR,
         // The budget's record in `meta.budget_ms`.
@@ -72,7 +79,7 @@ fn edit_response(fault: Fault, call: &Call<'_>, response: &mut Response) {
         Fault::NoBudgetMetaOnHops if call.is("job.wait") && incomplete => {
             response.meta.remove("budget_ms");
         }
-        Fault::PlainCommandsReadBudgetEnv if dispatched && call.spec.is_some() && !stamped => {
+        Fault::PlainCommandsReadBudgetEnv if call.spec.is_some() && !stamped => {
             let env = std::env::var(BUDGET_ENV).ok();
             if let Some(d) = env.and_then(|v| parse_duration(&v).ok()) {
                 response.meta.insert("budget_ms".into(), json!(millis(d)));
