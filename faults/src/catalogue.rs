@@ -107,7 +107,8 @@ faults! {
     EndedJobStatusExits3 = "ended-job-status-exits-3",
     /// A duration's `s` unit is read as milliseconds: `--budget 1s` is a budget of 1 ms.
     ///
-    /// Acts: argv in: `Ns` becomes `N` (and a variable of seconds becomes a `--budget` of milliseconds).
+    /// Acts: argv in: `Ns` becomes `N` (and a variable of seconds becomes a `--budget` of
+    /// milliseconds).
     SecondsReadAsMillis = "seconds-read-as-millis",
     /// `job wait` forgets a job once it has delivered its result: a second wait on the ended
     /// job answers NOT_FOUND.
@@ -137,7 +138,8 @@ faults! {
     DeadWorkerLooksAlive = "dead-worker-looks-alive",
     /// A cancel of an ended job leaves a marker that cancels the next identical invocation.
     ///
-    /// Acts: around `job cancel` (the marker) and a front process (which cancels the job the marker names).
+    /// Acts: around `job cancel` (the marker) and a front process (which cancels the job the marker
+    /// names).
     StaleCancelMarker = "stale-cancel-marker",
     /// `job cancel` finds a job in any instance (jobs are owned by their instance).
     ///
@@ -375,7 +377,8 @@ faults! {
     /// `analyze` ignores the checkpoint a lost job left, so the identical invocation after
     /// JOB_LOST starts over from zero (it continues from the last checkpoint).
     ///
-    /// Acts: the command: `analyze` declares no checkpoint fingerprint (the front seeds no progress) and its worker removes the checkpoint.
+    /// Acts: the command: `analyze` declares no checkpoint fingerprint (the front seeds no
+    /// progress) and its worker removes the checkpoint.
     LostJobRestartsFromZero = "lost-job-restarts-from-zero",
     /// `job status` of a lost job answers 14 as if it still ran (it is 1 JOB_LOST, like
     /// `job wait`).

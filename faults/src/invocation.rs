@@ -181,6 +181,19 @@ impl Arg {
         }
     }
 
+    /// The name and value of an option that has a value.
+    pub fn named_value(&self) -> Option<(&str, &str)> {
+        match self {
+            Arg::Option { name, value: Some(value), .. } => Some((name, value)),
+            _ => None,
+        }
+    }
+
+    /// The value of an option that has one.
+    pub fn value(&self) -> Option<&str> {
+        self.named_value().map(|(_, value)| value)
+    }
+
     /// Whether it is the option `name`.
     pub fn is_option(&self, wanted: &str) -> bool {
         matches!(self, Arg::Option { name, .. } if name == wanted)

@@ -43,7 +43,7 @@ pub fn rewrite(fault: Fault, call: &Call<'_>, argv: Vec<OsString>) -> Vec<OsStri
         Fault::ZeroBudgetDefersToEnv if call.has_budget() => {
             let zero: Vec<&Arg> = options("budget")
                 .into_iter()
-                .filter(|a| matches!(a, Arg::Option { value: Some(v), .. } if parse_duration(v).is_ok_and(|d| d.is_zero())))
+                .filter(|a| a.value().is_some_and(|v| parse_duration(v).is_ok_and(|d| d.is_zero())))
                 .collect();
             without(&argv, &zero)
         }
@@ -132,9 +132,9 @@ pub fn rewrite(fault: Fault, call: &Call<'_>, argv: Vec<OsString>) -> Vec<OsStri
         // `job wait` without a budget or a `--timeout`: it waits until the job ends.
         Fault::JobWaitBlocks
             if call.is("job.wait")
-                && options("budget").iter().all(|a| {
-                    matches!(a, Arg::Option { value: Some(v), .. } if parse_duration(v).is_ok())
-                }) =>
+                && options("budget")
+                    .iter()
+                    .all(|a| a.value().is_some_and(|v| parse_duration(v).is_ok())) =>
         {
             let argv = without(&argv, &options("timeout"));
             if budget_given {
@@ -188,12 +188,9 @@ pub fn refusal(fault: Fault, call: &Call<'_>) -> Option<Answer> {
     match fault {
         // The first repeat of an option is refused, even with the same value.
         Fault::SameValueRepeatRefused => {
-            let repeated = args.iter().enumerate().find_map(|(i, a)| match a {
-                Arg::Option { name, value: Some(value), .. } => args[..i]
-                    .iter()
-                    .any(|e| matches!(e, Arg::Option { name: n, value: Some(v), .. } if n == name && v == value))
-                    .then_some(name),
-                _ => None,
+            let repeated = args.iter().enumerate().find_map(|(i, a)| {
+                let option = a.named_value()?;
+                args[..i].iter().any(|e| e.named_value() == Some(option)).then_some(option.0)
             })?;
             refused(Failure::arg(
                 "CONFLICTING_OPTION",
