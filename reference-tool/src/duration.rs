@@ -51,13 +51,17 @@ pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
         "h" => 3_600_000,
         _ => return Err(DurationError::Malformed(text.to_owned())),
     };
-    let per_unit_ms = crate::mutants::unit_ms(unit, per_unit_ms);
     let value: u64 = digits.parse().map_err(|_| DurationError::TooLarge(text.to_owned()))?;
     let ms = value
         .checked_mul(per_unit_ms)
         .filter(|ms| *ms <= MAX_DURATION_MS)
         .ok_or_else(|| DurationError::TooLarge(text.to_owned()))?;
     Ok(Duration::from_millis(ms))
+}
+
+/// The milliseconds of a duration, saturating.
+pub fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]

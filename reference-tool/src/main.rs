@@ -21,17 +21,7 @@ fn main() -> ExitCode {
         let _ = writeln!(std::io::stderr().lock(), "reftool: worker failed to detach: {e}");
         return ExitCode::from(Exit::GENERAL_ERROR.code());
     }
-    // Test-only faults of argv and output (reftool::mutants); none without `mutants`.
-    let finished = reftool::mutants::at_the_boundary(argv, run);
-    if !finished.stderr.is_empty() {
-        let _ = std::io::stderr().lock().write_all(finished.stderr.as_bytes());
-    }
-    let mut stdout = std::io::stdout().lock();
-    let written = stdout.write_all(&finished.stdout).and_then(|()| stdout.flush());
-    if written.is_err() && finished.exit == Exit::SUCCESS.code() {
-        return ExitCode::from(Exit::GENERAL_ERROR.code());
-    }
-    ExitCode::from(finished.exit)
+    run(argv).write()
 }
 
 /// The invocation: what to write and the exit status, whatever happens.

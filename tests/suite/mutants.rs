@@ -5,9 +5,10 @@
 //! against one tool:
 //!
 //! - `reftool::correct`: the reference tool, which must pass every scenario (skips allowed);
-//! - `reftool::<mutant>`: each of reftool's mutants (`reference-tool/src/mutants.rs`, one broken
-//!   rule each, selected by `REFTOOL_MUTANT` in a copy of `reference-tool/conform.toml`'s
-//!   `[tool.env]`), e.g. `reftool::env_beats_flag` for `REFTOOL_MUTANT=env-beats-flag`;
+//! - `reftool::<fault>`: the faulty reftool (`reftool-faulty`, built by the crate `faults/`)
+//!   with each of its faults (one broken rule each, selected by `REFTOOL_FAULT` in a copy of
+//!   `reference-tool/conform.toml`'s `[tool.env]`), e.g. `reftool::env_beats_flag` for
+//!   `REFTOOL_FAULT=env-beats-flag`;
 //! - `pyagent::correct` and `pyagent::<fault>`: pyagent, the independent Python implementation,
 //!   correct and with each of its faults (`PYAGENT_FAULT`,
 //!   `tests/fixtures/tools/pyagent/README.md`).
@@ -15,17 +16,17 @@
 //! A fault's row runs the scenarios this file names as its targets and asserts that they fail
 //! (a pyagent target its profile skips is let through, a reftool one is not: reftool's profile
 //! fills every role); a correct tool's row runs the whole catalogue and asserts that nothing
-//! fails (pyagent: exactly [`PYAGENT_KNOWN_FAILURES`]). The rows come from `Mutant::ALL` and
+//! fails (pyagent: exactly [`PYAGENT_KNOWN_FAILURES`]). The rows come from `Fault::ALL` and
 //! [`PYAGENT_FAULTS`], so this target has its own test harness (libtest-mimic,
-//! `harness = false`) that lists one test per row; a new mutant is a new test.
+//! `harness = false`) that lists one test per row; a new fault is a new test.
 //!
 //! The correct rows keep their line of the matrix (tool, every scenario that failed) as an
 //! insta snapshot, `snapshots/mutants__<tool>__correct.snap`. What else a fault fails beside
 //! its targets (how many headlines one fault gets) is for review: `CONFORM_MATRIX=whole` runs
 //! the whole catalogue under every fault and prints each row with all it failed. One more
 //! test, [`COVERAGE_TEST`], runs no tool: it checks that every scenario `conform list` gives
-//! is the target of at least one reftool mutant and that every target is a scenario, and keeps
-//! the scenario → mutants table as the snapshot `snapshots/mutants__coverage.snap`.
+//! is the target of at least one reftool fault and that every target is a scenario, and keeps
+//! the scenario → faults table as the snapshot `snapshots/mutants__coverage.snap`.
 //!
 //! # Running rows
 //!
@@ -40,13 +41,13 @@
 //! (this replaces the old `CONFORM_MUTANTS=a,b` variable). `cargo test --test mutants` runs them
 //! too, with libtest's own thread pool.
 //!
-//! # The mutant build
+//! # The faulty build
 //!
-//! The root package dev-depends on reftool with `features = ["mutants"]`, so a workspace test
-//! build (`cargo test --workspace`, `cargo nextest run --workspace`) produces a `reftool`
-//! binary with the switches compiled in (inactive without `REFTOOL_MUTANT`); a release build
-//! (`cargo build --release -p reftool`) has none. Each mutant row checks first that the binary
-//! it found does carry them, and says how to build it otherwise.
+//! The correct row runs reftool itself; the fault rows run `reftool-faulty`, reftool built
+//! from its library with the faults of the crate `faults/` (`reftool_faults`), which a
+//! workspace test build (`cargo test --workspace`, `cargo nextest run --workspace`) builds
+//! beside it. reftool's own source holds no fault, so its release build and its test build are
+//! the same code.
 //!
 //! # Cost
 //!
@@ -70,10 +71,12 @@ use std::time::{Duration, Instant};
 use conform_workspace::{workspace_bin, workspace_root};
 use fixtures_paths::absolute_fixtures;
 use libtest_mimic::{Arguments, Failed, Trial};
-use reftool::mutants::{MUTANT_ENV, Mutant};
+use reftool_faults::{FAULT_ENV, Fault};
 
+/// The faulty reftool (the crate `faults/`).
+const FAULTY_REFTOOL: &str = "reftool-faulty";
 /// The name of the test that checks the rows' targets against the catalogue.
-const COVERAGE_TEST: &str = "coverage::every_scenario_is_the_target_of_a_reftool_mutant";
+const COVERAGE_TEST: &str = "coverage::every_scenario_is_the_target_of_a_reftool_fault";
 /// conform's parallelism within a run: reftool is native and mostly sleeps; pyagent pays a
 /// Python start-up per call, and more at once pushes its quick steps past conform's slack.
 const REFTOOL_CONFORM_JOBS: &str = "8";
@@ -126,15 +129,17 @@ impl Tool {
     /// The variable that selects a fault.
     fn fault_env(self) -> &'static str {
         match self {
-            Tool::Reftool => MUTANT_ENV,
+            Tool::Reftool => FAULT_ENV,
             Tool::Pyagent => "PYAGENT_FAULT",
         }
     }
 
-    fn binary(self) -> PathBuf {
-        match self {
-            Tool::Reftool => workspace_bin("reftool"),
-            Tool::Pyagent => pyagent_dir().join("pyagent.py"),
+    /// The tool with `fault` (`None`: the correct tool).
+    fn binary(self, fault: Option<&str>) -> PathBuf {
+        match (self, fault) {
+            (Tool::Reftool, None) => workspace_bin("reftool"),
+            (Tool::Reftool, Some(_)) => workspace_bin(FAULTY_REFTOOL),
+            (Tool::Pyagent, _) => pyagent_dir().join("pyagent.py"),
         }
     }
 
@@ -174,151 +179,147 @@ struct Row {
     targets: &'static [&'static str],
 }
 
-/// The scenarios each reftool mutant is meant to fail. An exhaustive match: a new mutant does
+/// The scenarios each reftool fault is meant to fail. An exhaustive match: a new fault does
 /// not compile until it names its target here.
-fn reftool_targets(mutant: Mutant) -> &'static [&'static str] {
-    match mutant {
-        Mutant::ExitZeroOnIncomplete => {
+fn reftool_targets(fault: Fault) -> &'static [&'static str] {
+    match fault {
+        Fault::ExitZeroOnIncomplete => {
             &["budget-flag-exits-14-within-budget", "detached-writer-leaves-the-same-effect"]
         }
-        Mutant::EnvBeatsFlag => &["budget-flag-beats-env", "budget-flag-beats-a-smaller-env"],
-        Mutant::DefaultBudget20s => &["default-budget-is-30-seconds"],
-        Mutant::EnvBudgetIgnored => &["env-budget-applies"],
-        Mutant::ZeroBudgetDefersToEnv => &["budget-zero-runs-to-the-end"],
-        Mutant::BudgetOnTerminal => &["terminal-without-budget-is-synchronous"],
-        Mutant::BudgetMetaOnTerminal => &["terminal-without-budget-is-synchronous"],
-        Mutant::NoBudgetMetaOnSuccess => &[
+        Fault::EnvBeatsFlag => &["budget-flag-beats-env", "budget-flag-beats-a-smaller-env"],
+        Fault::DefaultBudget20s => &["default-budget-is-30-seconds"],
+        Fault::EnvBudgetIgnored => &["env-budget-applies"],
+        Fault::ZeroBudgetDefersToEnv => &["budget-zero-runs-to-the-end"],
+        Fault::BudgetOnTerminal => &["terminal-without-budget-is-synchronous"],
+        Fault::BudgetMetaOnTerminal => &["terminal-without-budget-is-synchronous"],
+        Fault::NoBudgetMetaOnSuccess => &[
             "work-within-budget-is-ordinary",
             "continue-loop-ends-in-calibrated-response",
             "dead-worker-is-job-lost",
             "paused-continue-is-the-original-invocation",
             "changed-input-discards-checkpoint",
         ],
-        Mutant::NoBudgetMetaOnEndings => {
+        Fault::NoBudgetMetaOnEndings => {
             &["stalled-job-times-out", "dead-worker-is-job-lost", "cancel-stops-the-job"]
         }
-        Mutant::NoBudgetMetaOnHops => &["continue-loop-ends-in-calibrated-response"],
-        Mutant::BudgetFlagOnPlainCommand => {
+        Fault::NoBudgetMetaOnHops => &["continue-loop-ends-in-calibrated-response"],
+        Fault::BudgetFlagOnPlainCommand => {
             &["budget-flag-only-when-interruptible", "budget-flag-listed-where-interruptible"]
         }
-        Mutant::PlainCommandsReadBudgetEnv => {
+        Fault::PlainCommandsReadBudgetEnv => {
             &["plain-command-ignores-budget-env", "plain-slow-ignores-budget-env"]
         }
-        Mutant::WriterContinueWithoutKey => &["paused-writer-continues-with-key"],
-        Mutant::WriterIncompleteRetryable => &["paused-writer-continues-with-key"],
-        Mutant::ReaderIncompleteNotRetryable => &[
+        Fault::WriterContinueWithoutKey => &["paused-writer-continues-with-key"],
+        Fault::WriterIncompleteRetryable => &["paused-writer-continues-with-key"],
+        Fault::ReaderIncompleteNotRetryable => &[
             "detach-hands-off-running",
             "continue-loop-ends-in-calibrated-response",
             "paused-continue-is-the-original-invocation",
         ],
-        Mutant::ProgressRestartsOnResume => &[
+        Fault::ProgressRestartsOnResume => &[
             "progress-never-decreases",
             "resumed-writer-progress-never-decreases",
             "resume-only-pauses-within-budget",
         ],
-        Mutant::CheckpointLagsItsRows => &["killed-writer-resumes-to-the-same-result"],
+        Fault::CheckpointLagsItsRows => &["killed-writer-resumes-to-the-same-result"],
         // Killed or paused, a writer that skips a chunk on resume leaves fewer rows: the effect
         // oracle tells it on both paths.
-        Mutant::ResumeSkipsAChunk => &[
+        Fault::ResumeSkipsAChunk => &[
             "killed-writer-resumes-to-the-same-result",
             "paused-writer-continues-with-key",
             "resumed-writer-progress-never-decreases",
         ],
-        Mutant::EndedJobStatusExits3 => &["job-status-tells-ended-from-unknown"],
-        Mutant::SecondsReadAsMillis => &["budget-in-seconds-is-understood"],
-        Mutant::ResultDeliveredOnce => &["job-wait-after-the-end-repeats-the-result"],
-        Mutant::WorkerHoldsCallerPipes => {
+        Fault::EndedJobStatusExits3 => &["job-status-tells-ended-from-unknown"],
+        Fault::SecondsReadAsMillis => &["budget-in-seconds-is-understood"],
+        Fault::ResultDeliveredOnce => &["job-wait-after-the-end-repeats-the-result"],
+        Fault::WorkerHoldsCallerPipes => {
             &["pipes-released-on-handoff", "pipes-released-stdin-open"]
         }
-        Mutant::WorkerInCallerGroup => &["caller-group-kill-spares-the-job"],
-        Mutant::DeadWorkerLooksAlive => &["dead-worker-is-job-lost"],
-        Mutant::StaleCancelMarker => &["stale-cancel-leaves-nothing-behind"],
-        Mutant::ForeignInstanceCancel => &["jobs-are-owned-by-their-instance"],
-        Mutant::ClockJobIds => &["job-ids-are-not-guessable"],
-        Mutant::UnquotedCommands => &["continue-command-is-shell-ready"],
-        Mutant::ManifestNeitherDetachNorResume => &["interruption-has-detach-or-resume"],
-        Mutant::ManifestNoIncompleteEntry => &["interruption-declares-incomplete-exit"],
-        Mutant::ManifestInterruptionWithAsync => &["interruption-excludes-async-and-streaming"],
-        Mutant::ManifestWriterWithoutKey => &["resumable-writer-takes-idempotency-key"],
-        Mutant::ManifestWriterEntryRetryable => &["incomplete-entry-matches-danger"],
-        Mutant::ManifestWithoutSchemaVersion => &["manifest-valid"],
-        Mutant::IdempotencyKeyIgnored => &["repeat-with-key-is-a-noop"],
-        Mutant::AsyncDescriptorWithoutTerminal => &["async-returns-a-job-descriptor"],
-        Mutant::AsyncStatusExits3 => &["async-job-status-exits-14"],
-        Mutant::CancelIgnored => &["cancel-stops-the-job"],
-        Mutant::NoAttach => {
+        Fault::WorkerInCallerGroup => &["caller-group-kill-spares-the-job"],
+        Fault::DeadWorkerLooksAlive => &["dead-worker-is-job-lost"],
+        Fault::StaleCancelMarker => &["stale-cancel-leaves-nothing-behind"],
+        Fault::ForeignInstanceCancel => &["jobs-are-owned-by-their-instance"],
+        Fault::ClockJobIds => &["job-ids-are-not-guessable"],
+        Fault::UnquotedCommands => &["continue-command-is-shell-ready"],
+        Fault::ManifestNeitherDetachNorResume => &["interruption-has-detach-or-resume"],
+        Fault::ManifestNoIncompleteEntry => &["interruption-declares-incomplete-exit"],
+        Fault::ManifestInterruptionWithAsync => &["interruption-excludes-async-and-streaming"],
+        Fault::ManifestWriterWithoutKey => &["resumable-writer-takes-idempotency-key"],
+        Fault::ManifestWriterEntryRetryable => &["incomplete-entry-matches-danger"],
+        Fault::ManifestWithoutSchemaVersion => &["manifest-valid"],
+        Fault::IdempotencyKeyIgnored => &["repeat-with-key-is-a-noop"],
+        Fault::AsyncDescriptorWithoutTerminal => &["async-returns-a-job-descriptor"],
+        Fault::AsyncStatusExits3 => &["async-job-status-exits-14"],
+        Fault::CancelIgnored => &["cancel-stops-the-job"],
+        Fault::NoAttach => {
             &["identical-invocations-share-one-job", "repeat-attaches-to-running-job"]
         }
-        Mutant::JobStatusWaits => &["job-status-never-waits"],
+        Fault::JobStatusWaits => &["job-status-never-waits"],
         // Every job wait is held to its budget, so the waits of the progress scenarios catch
         // it too; their margin over the slack is a few hundred milliseconds on reftool's
         // 2.5 s of work, so the row asserts the scenario built to have room.
-        Mutant::JobWaitBlocks => &["job-wait-holds-its-caller-to-the-budget"],
-        Mutant::SigtermKillsTheCall => &["sigterm-hands-off-at-once"],
-        Mutant::StallReportedAsTimeout => &["stalled-job-times-out"],
-        Mutant::WatchdogOff => &["stalled-job-times-out"],
-        Mutant::RunningContinueWithExtraFlag => &["detach-hands-off-running"],
-        Mutant::PausedContinueAddsFlag => &["paused-continue-is-the-original-invocation"],
-        Mutant::RelayedResultLosesData => &["continue-loop-ends-in-calibrated-response"],
-        Mutant::PlainTimeoutIsGeneralError => &["plain-command-times-out-honestly"],
-        Mutant::UnknownFlagExits1 => {
-            &["unknown-flag-is-arg-error", "invalid-probes-are-arg-errors"]
-        }
-        Mutant::AnsiOnStdout => &["read-probes-keep-ansi-off-stdout"],
-        Mutant::NoColorIgnored => &["no-color-is-honoured"],
-        Mutant::ReadProbesWaitForStdin => &["read-probes-end-with-stdin-open"],
-        Mutant::ReadProbesNeedInput => &["read-probes-end-with-stdin-closed"],
-        Mutant::CancelKeepsCheckpoint => {
+        Fault::JobWaitBlocks => &["job-wait-holds-its-caller-to-the-budget"],
+        Fault::SigtermKillsTheCall => &["sigterm-hands-off-at-once"],
+        Fault::StallReportedAsTimeout => &["stalled-job-times-out"],
+        Fault::WatchdogOff => &["stalled-job-times-out"],
+        Fault::RunningContinueWithExtraFlag => &["detach-hands-off-running"],
+        Fault::PausedContinueAddsFlag => &["paused-continue-is-the-original-invocation"],
+        Fault::RelayedResultLosesData => &["continue-loop-ends-in-calibrated-response"],
+        Fault::PlainTimeoutIsGeneralError => &["plain-command-times-out-honestly"],
+        Fault::UnknownFlagExits1 => &["unknown-flag-is-arg-error", "invalid-probes-are-arg-errors"],
+        Fault::AnsiOnStdout => &["read-probes-keep-ansi-off-stdout"],
+        Fault::NoColorIgnored => &["no-color-is-honoured"],
+        Fault::ReadProbesWaitForStdin => &["read-probes-end-with-stdin-open"],
+        Fault::ReadProbesNeedInput => &["read-probes-end-with-stdin-closed"],
+        Fault::CancelKeepsCheckpoint => {
             &["cancelled-invocation-starts-fresh", "paused-cancel-discards-the-checkpoint"]
         }
-        Mutant::ChangedInputKeepsCheckpoint => &["changed-input-discards-checkpoint"],
-        Mutant::CompletedCheckpointKept => &["completed-work-starts-fresh"],
-        Mutant::HelpOnStdout => &["help-keeps-stdout-clean"],
-        Mutant::JobWaitStaleProgress => {
+        Fault::ChangedInputKeepsCheckpoint => &["changed-input-discards-checkpoint"],
+        Fault::CompletedCheckpointKept => &["completed-work-starts-fresh"],
+        Fault::HelpOnStdout => &["help-keeps-stdout-clean"],
+        Fault::JobWaitStaleProgress => {
             &["job-wait-reports-growing-progress", "progress-is-reported"]
         }
-        Mutant::ProgressNotPublished => &["progress-grows-between-status-calls"],
-        Mutant::RejectedCancelStillFires => &["rejected-cancel-leaves-continuation-running"],
-        Mutant::DryRunIgnored => &["dry-run-previews"],
-        Mutant::DryRunActs => &["dry-run-changes-nothing"],
-        Mutant::KilledReaderStartsOver => &["killed-reader-resumes-from-its-checkpoint"],
-        Mutant::UnconfirmedDrops => &["destructive-refuses-unconfirmed"],
-        Mutant::ArgErrorExits127 => &["probe-exits-are-standard-codes"],
-        Mutant::VersionPrintsProgressFirst => &["read-probes-answer-one-envelope"],
-        Mutant::GlobalOptionAfterPathRefused => &["global-option-means-the-same-anywhere"],
-        Mutant::SubcommandDefaultOverridesGlobal => &["global-option-value-survives-the-command"],
-        Mutant::ConflictingRepeatLastWins => &["conflicting-repeats-are-arg-errors"],
-        Mutant::SameValueRepeatRefused => &["same-value-repeats-are-accepted"],
-        Mutant::OptionsStopAtPositional => &["options-after-positionals-take-effect"],
-        Mutant::StreamWithoutSummary | Mutant::StreamSeqSkips => {
-            &["stream-lines-keep-the-contract"]
-        }
-        Mutant::SigintExits1 => &["sigint-ends-the-stream-cancelled", "sigint-cancels-with-130"],
-        Mutant::SigintNotPartial => &["sigint-ends-the-stream-cancelled"],
-        Mutant::JobTimeoutSpansOneCall => {
+        Fault::ProgressNotPublished => &["progress-grows-between-status-calls"],
+        Fault::RejectedCancelStillFires => &["rejected-cancel-leaves-continuation-running"],
+        Fault::DryRunIgnored => &["dry-run-previews"],
+        Fault::DryRunActs => &["dry-run-changes-nothing"],
+        Fault::KilledReaderStartsOver => &["killed-reader-resumes-from-its-checkpoint"],
+        Fault::UnconfirmedDrops => &["destructive-refuses-unconfirmed"],
+        Fault::ArgErrorExits127 => &["probe-exits-are-standard-codes"],
+        Fault::VersionPrintsProgressFirst => &["read-probes-answer-one-envelope"],
+        Fault::GlobalOptionAfterPathRefused => &["global-option-means-the-same-anywhere"],
+        Fault::SubcommandDefaultOverridesGlobal => &["global-option-value-survives-the-command"],
+        Fault::ConflictingRepeatLastWins => &["conflicting-repeats-are-arg-errors"],
+        Fault::SameValueRepeatRefused => &["same-value-repeats-are-accepted"],
+        Fault::OptionsStopAtPositional => &["options-after-positionals-take-effect"],
+        Fault::StreamWithoutSummary | Fault::StreamSeqSkips => &["stream-lines-keep-the-contract"],
+        Fault::SigintExits1 => &["sigint-ends-the-stream-cancelled", "sigint-cancels-with-130"],
+        Fault::SigintNotPartial => &["sigint-ends-the-stream-cancelled"],
+        Fault::JobTimeoutSpansOneCall => {
             &["timeout-spans-resumed-calls", "timeout-ends-the-detached-job"]
         }
-        Mutant::CancelMarksOnly => &["cancelled-writer-stops-its-effect"],
-        Mutant::CancelledWorkerLingers => {
+        Fault::CancelMarksOnly => &["cancelled-writer-stops-its-effect"],
+        Fault::CancelledWorkerLingers => {
             &["cancel-leaves-no-worker", "cancelled-writer-stops-its-effect"]
         }
-        Mutant::LostJobRestartsFromZero | Mutant::LostJobStatusRunning => {
+        Fault::LostJobRestartsFromZero | Fault::LostJobStatusRunning => {
             &["lost-job-resumes-from-its-checkpoint"]
         }
-        Mutant::LostJobWithoutDetail => &["lost-job-tells-its-log-tail"],
-        Mutant::FailedJobWaitExits1 => &["failed-job-wait-keeps-its-exit"],
-        Mutant::FailedJobStatusExits0 => &["job-status-tells-a-failed-job"],
-        Mutant::AsyncJobWaitRefused => &["job-wait-ends-an-async-job"],
+        Fault::LostJobWithoutDetail => &["lost-job-tells-its-log-tail"],
+        Fault::FailedJobWaitExits1 => &["failed-job-wait-keeps-its-exit"],
+        Fault::FailedJobStatusExits0 => &["job-status-tells-a-failed-job"],
+        Fault::AsyncJobWaitRefused => &["job-wait-ends-an-async-job"],
         // `progress-is-reported` sees it too, but only when the job moved between the hand-off
         // and the wait (it missed once in CI): the rows assert what every run catches.
-        Mutant::StaleProgressOnWait => &[
+        Fault::StaleProgressOnWait => &[
             "job-wait-reports-growing-progress",
             "job-wait-progress-grows",
             "continue-loop-shows-growing-progress",
         ],
-        Mutant::IdentityIgnoresCwd => &["another-directory-starts-its-own-job"],
-        Mutant::IdentityIgnoresStdin => &["other-stdin-starts-its-own-job"],
-        Mutant::IdentityIgnoresInstance => &["another-instance-starts-its-own-job"],
+        Fault::IdentityIgnoresCwd => &["another-directory-starts-its-own-job"],
+        Fault::IdentityIgnoresStdin => &["other-stdin-starts-its-own-job"],
+        Fault::IdentityIgnoresInstance => &["another-instance-starts-its-own-job"],
     }
 }
 
@@ -345,10 +346,10 @@ const PYAGENT_KNOWN_FAILURES: &[(&str, &str)] = &[];
 
 fn rows() -> Vec<Row> {
     let mut rows = vec![Row { tool: Tool::Reftool, fault: None, targets: &[] }];
-    rows.extend(Mutant::ALL.iter().map(|m| Row {
+    rows.extend(Fault::ALL.iter().map(|f| Row {
         tool: Tool::Reftool,
-        fault: Some(m.name()),
-        targets: reftool_targets(*m),
+        fault: Some(f.name()),
+        targets: reftool_targets(*f),
     }));
     rows.push(Row { tool: Tool::Pyagent, fault: None, targets: &[] });
     rows.extend(PYAGENT_FAULTS.iter().map(|(fault, targets)| Row {
@@ -371,10 +372,9 @@ impl Row {
         self.test_name().replace("::", "__")
     }
 
-    /// What the row runs, for messages: "reftool mutant env-beats-flag", "the correct pyagent".
+    /// What the row runs, for messages: "reftool fault env-beats-flag", "the correct pyagent".
     fn label(&self) -> String {
         match self.fault {
-            Some(fault) if self.tool == Tool::Reftool => format!("reftool mutant {fault}"),
             Some(fault) => format!("{} fault {fault}", self.tool.name()),
             None => format!("the correct {}", self.tool.name()),
         }
@@ -459,7 +459,7 @@ fn run_row(row: &Row) -> Outcome {
     let started = Instant::now();
     let mut child = Command::new(workspace_bin("conform"))
         .arg("run")
-        .arg(row.tool.binary())
+        .arg(row.tool.binary(row.fault))
         .arg("--profile")
         .arg(&profile)
         .args(["-j", row.tool.conform_jobs(), "--format", "json"])
@@ -469,7 +469,7 @@ fn run_row(row: &Row) -> Outcome {
         .args(row.tool.allows_unjudged().then_some("--allow-unjudged"))
         .args(row.only_targets().iter().flat_map(|t| ["--only", t]))
         .current_dir(dir.path())
-        .env_remove(MUTANT_ENV)
+        .env_remove(FAULT_ENV)
         .env_remove("PYAGENT_FAULT")
         .stdin(Stdio::null())
         .stdout(std::fs::File::create(&report_path).unwrap())
@@ -524,23 +524,14 @@ fn run_row(row: &Row) -> Outcome {
 /// its assertions. A failure names the row (the test's name) and says what it saw.
 fn check_row(row: &Row) -> Result<(), Failed> {
     let conform = workspace_bin("conform");
-    let reftool = workspace_bin("reftool");
-    if !conform.is_file() || !reftool.is_file() {
+    let tool = row.tool.binary(row.fault);
+    if !conform.is_file() || !tool.is_file() {
         return Err(format!(
-            "{}: build conform and reftool first ({} / {})",
+            "{}: build conform and the tool first (`cargo nextest run --workspace` builds \
+             both; {} / {})",
             row.test_name(),
             conform.display(),
-            reftool.display()
-        )
-        .into());
-    }
-    if row.tool == Tool::Reftool && row.fault.is_some() && !reftool_has_mutants(&reftool) {
-        return Err(format!(
-            "{}: {} was built without reftool's `mutants` feature; run the workspace tests \
-             (`cargo nextest run --workspace`) or `cargo build -p reftool --features mutants` \
-             first",
-            row.test_name(),
-            reftool.display()
+            tool.display()
         )
         .into());
     }
@@ -584,7 +575,7 @@ fn check_row(row: &Row) -> Result<(), Failed> {
     }
 }
 
-/// What a row's outcome breaks: a mutant's target that did not fail, or a correct tool that
+/// What a row's outcome breaks: a fault's target that did not fail, or a correct tool that
 /// failed anything but its known failures.
 fn row_problems(row: &Row, outcome: &Outcome) -> Vec<String> {
     let failed = outcome.failed();
@@ -620,7 +611,7 @@ fn row_problems(row: &Row, outcome: &Outcome) -> Vec<String> {
             for target in row.targets {
                 // A target pyagent's profile cannot run (skipped, with its reason in the row's
                 // output) cannot catch anything. reftool's must run: the coverage test counts
-                // every scenario its mutants target as caught.
+                // every scenario its faults target as caught.
                 let skipped = outcome.statuses.get(*target).is_some_and(|s| s == "skip");
                 let excused = skipped && row.tool == Tool::Pyagent;
                 if !outcome.caught().contains(*target) && !excused {
@@ -636,7 +627,7 @@ fn row_problems(row: &Row, outcome: &Outcome) -> Vec<String> {
     problems
 }
 
-/// The row's line of the matrix, a Markdown table row: tool, mutant, target, and every
+/// The row's line of the matrix, a Markdown table row: tool, fault, targets, and every
 /// scenario that failed.
 fn render_row(row: &Row, outcome: &Outcome) -> String {
     let failed: Vec<String> = outcome.failed().into_iter().collect();
@@ -667,10 +658,10 @@ fn catalogue() -> Result<BTreeSet<String>, Failed> {
     Ok(scenarios.iter().filter_map(|s| s["id"].as_str()).map(str::to_owned).collect())
 }
 
-/// Without running a tool: every scenario of the catalogue is the target of a reftool mutant
+/// Without running a tool: every scenario of the catalogue is the target of a reftool fault
 /// (a stricter form of "every scenario the correct reftool runs", since reftool skips none),
 /// every target and every allowance names a scenario of the catalogue, and no target is also
-/// allowed to vary. Keeps the notes and the scenario → mutants table as a snapshot.
+/// allowed to vary. Keeps the notes and the scenario → faults table as a snapshot.
 fn check_coverage() -> Result<(), Failed> {
     let catalogue = catalogue()?;
     let rows = rows();
@@ -694,7 +685,7 @@ fn check_coverage() -> Result<(), Failed> {
         .flat_map(|row| row.targets.iter().copied())
         .collect();
     for scenario in catalogue.iter().filter(|id| !targeted.contains(id.as_str())) {
-        problems.push(format!("no reftool mutant targets scenario {scenario}"));
+        problems.push(format!("no reftool fault targets scenario {scenario}"));
     }
     let text = render_coverage(&rows, &catalogue);
     let snapshot = std::panic::catch_unwind(|| {
@@ -708,10 +699,10 @@ fn check_coverage() -> Result<(), Failed> {
     if problems.is_empty() { Ok(()) } else { Err(problems.join("\n").into()) }
 }
 
-/// Each scenario with the reftool mutants that target it.
+/// Each scenario with the reftool faults that target it.
 fn render_coverage(rows: &[Row], catalogue: &BTreeSet<String>) -> String {
     let mut out = String::new();
-    out.push_str("| scenario | caught by (reftool mutants targeting it) |\n|---|---|\n");
+    out.push_str("| scenario | caught by (reftool faults targeting it) |\n|---|---|\n");
     for scenario in catalogue {
         let catchers: Vec<&str> = rows
             .iter()
@@ -722,20 +713,4 @@ fn render_coverage(rows: &[Row], catalogue: &BTreeSet<String>) -> String {
         let _ = writeln!(out, "| {scenario} | {cell} |");
     }
     out
-}
-
-/// Whether this reftool binary has the switches: with the manifest mutant on, its manifest
-/// loses `schema_version`.
-fn reftool_has_mutants(reftool: &Path) -> bool {
-    let dir = tempfile::tempdir().unwrap();
-    let output = Command::new(reftool)
-        .arg("manifest")
-        .env(MUTANT_ENV, Mutant::ManifestWithoutSchemaVersion.name())
-        .env("REFTOOL_STATE_DIR", dir.path())
-        .current_dir(dir.path())
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    let manifest: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-    manifest["data"].get("schema_version").is_none()
 }

@@ -1,6 +1,6 @@
 //! Snapshots recorded on one machine compare equal on another: reftool copied to one path and
 //! run from one working directory records them, a copy at another path (one that needs
-//! quoting) run from elsewhere compares clean, and a reftool mutant still drifts.
+//! quoting) run from elsewhere compares clean, and a faulty reftool still drifts.
 
 // The helpers are test code outside a #[test]: a failed unwrap is the test failing.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use conform_workspace::{workspace_bin, workspace_root};
-use reftool::mutants::{MUTANT_ENV, Mutant};
+use reftool_faults::{FAULT_ENV, Fault};
 use serde_json::Value;
 
 use crate::fixtures_paths::absolute_fixtures;
@@ -19,29 +19,29 @@ use crate::fixtures_paths::absolute_fixtures;
 const SCENARIOS: [&str; 3] =
     ["detach-hands-off-running", "paused-continue-is-the-original-invocation", "dry-run-previews"];
 
-/// reftool's profile, with absolute fixture paths and, when given, a mutant in `[tool] env`.
-fn profile_in(dir: &Path, mutant: Option<Mutant>) -> PathBuf {
+/// reftool's profile, with absolute fixture paths and, when given, a fault in `[tool] env`.
+fn profile_in(dir: &Path, fault: Option<Fault>) -> PathBuf {
     let original = workspace_root().join("reference-tool/conform.toml");
     let mut profile: toml::Table =
         toml::from_str(&std::fs::read_to_string(&original).unwrap()).unwrap();
     absolute_fixtures(&mut profile, original.parent().unwrap());
-    if let Some(mutant) = mutant {
+    if let Some(fault) = fault {
         let tool = profile.entry("tool").or_insert_with(|| toml::Table::new().into());
         let env =
             tool.as_table_mut().unwrap().entry("env").or_insert_with(|| toml::Table::new().into());
-        env.as_table_mut().unwrap().insert(MUTANT_ENV.into(), mutant.name().into());
+        env.as_table_mut().unwrap().insert(FAULT_ENV.into(), fault.name().into());
     }
     let path = dir.join("conform.toml");
     std::fs::write(&path, toml::to_string(&profile).unwrap()).unwrap();
     path
 }
 
-/// A copy of reftool at `dir/<sub>/reftool`.
-fn reftool_at(dir: &Path, sub: &str) -> PathBuf {
+/// A copy of the workspace's binary `built` at `dir/<sub>/reftool`.
+fn reftool_at(dir: &Path, sub: &str, built: &str) -> PathBuf {
     let bin = dir.join(sub);
     std::fs::create_dir_all(&bin).unwrap();
     let copy = bin.join("reftool");
-    std::fs::copy(workspace_bin("reftool"), &copy).unwrap();
+    std::fs::copy(workspace_bin(built), &copy).unwrap();
     copy
 }
 
@@ -93,14 +93,14 @@ fn snapshot_files(dir: &Path) -> Vec<(PathBuf, String)> {
 }
 
 #[test]
-fn snapshots_recorded_anywhere_compare_equal_on_another_machine_and_a_mutant_still_drifts() {
+fn snapshots_recorded_anywhere_compare_equal_on_another_machine_and_a_fault_still_drifts() {
     let here = tempfile::tempdir().unwrap();
     let there = tempfile::tempdir().unwrap();
     let snaps = here.path().join("snaps");
     let profile = profile_in(here.path(), None);
 
     // Recorded with reftool at one path, from one working directory.
-    let first = reftool_at(here.path(), "tools");
+    let first = reftool_at(here.path(), "tools", "reftool");
     let (code, report) = run(here.path(), &first, &profile, &snaps, true);
     assert_eq!(code, 0, "{report:#}");
     let files = snapshot_files(&snaps);
@@ -113,40 +113,19 @@ fn snapshots_recorded_anywhere_compare_equal_on_another_machine_and_a_mutant_sti
     assert!(all.contains("[TOOL] job wait"), "{all}");
 
     // Compared with a copy elsewhere (a directory that needs quoting), from another directory.
-    let second = reftool_at(there.path(), "other bin's");
+    let second = reftool_at(there.path(), "other bin's", "reftool");
     let (code, report) = run(there.path(), &second, &profile, &snaps, false);
     assert_eq!(code, 0, "portable snapshots must not drift: {report:#}");
     assert!(findings(&report, "snapshot-drift").is_empty());
     assert_eq!(snapshot_files(&snaps), files, "a clean compare writes nothing");
 
-    // A mutant that changes what the tool answers still drifts.
-    let mutant = Mutant::RunningContinueWithExtraFlag;
-    assert!(
-        has_mutants(&second),
-        "{} was built without reftool's `mutants` feature: run the workspace tests or \
-         `cargo build -p reftool --features mutants` first",
-        workspace_bin("reftool").display()
-    );
-    let mutant_profile = profile_in(there.path(), Some(mutant));
-    let (code, report) = run(there.path(), &second, &mutant_profile, &snaps, false);
+    // A fault that changes what the tool answers still drifts.
+    let fault = Fault::RunningContinueWithExtraFlag;
+    let faulty = reftool_at(there.path(), "faulty bin", "reftool-faulty");
+    let fault_profile = profile_in(there.path(), Some(fault));
+    let (code, report) = run(there.path(), &faulty, &fault_profile, &snaps, false);
     assert_eq!(code, 80, "{report:#}");
     let drift = findings(&report, "snapshot-drift");
-    assert!(!drift.is_empty(), "{} drifted nowhere: {report:#}", mutant.name());
+    assert!(!drift.is_empty(), "{} drifted nowhere: {report:#}", fault.name());
     assert!(drift.iter().any(|f| f["step"] == "call"), "{drift:#?}");
-}
-
-/// Whether this reftool carries the mutant switches: with one that drops the manifest's
-/// `schema_version` on, its manifest lacks it.
-fn has_mutants(reftool: &Path) -> bool {
-    let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(reftool)
-        .arg("manifest")
-        .env(MUTANT_ENV, Mutant::ManifestWithoutSchemaVersion.name())
-        .env("REFTOOL_STATE_DIR", dir.path())
-        .current_dir(dir.path())
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
-    let manifest: Value = serde_json::from_slice(&out.stdout).unwrap();
-    manifest["data"].get("schema_version").is_none()
 }

@@ -27,7 +27,7 @@ const KNOWN_FAILURES: &[(&str, &str, &str)] = &[];
 /// Variables of the caller's environment that would change what conform or reftool does.
 const CALLER_ENV: &[&str] = &[
     "AGENT_CALL_BUDGET_MS",
-    "REFTOOL_MUTANT",
+    "REFTOOL_FAULT",
     "REFTOOL_STATE_DIR",
     "REFTOOL_INSTANCE_ID",
     "REFTOOL_PACE_MS",

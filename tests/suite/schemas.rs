@@ -266,7 +266,7 @@ fn manifest_of(program: &Path, args: &[&str]) -> Value {
         .env("XDG_CACHE_HOME", state.path())
         .env("REFTOOL_STATE_DIR", state.path())
         .env("PYAGENT_STATE_DIR", state.path())
-        .env_remove("REFTOOL_MUTANT")
+        .env_remove("REFTOOL_FAULT")
         .env_remove("PYAGENT_FAULT")
         .current_dir(state.path())
         .stdin(Stdio::null())

@@ -1,5 +1,5 @@
 //! A stalled job is judged within about twice its idle timeout: a tool whose idle watchdog
-//! never fires (reftool's fault `watchdog-off`) answers `job wait` with 14 every couple of
+//! never fires (the faulty reftool's `watchdog-off`) answers `job wait` with 14 every couple of
 //! seconds for ever, and the continue loop of `stalled-job-times-out` is bounded as a whole
 //! (twice the declared `idle_timeout_ms`, plus the start-up and the slack), not hop by hop:
 //! a conform of an earlier wave took 24.5 minutes and 732 waits to fail such a tool.
@@ -7,14 +7,16 @@
 use std::time::{Duration, Instant};
 
 use conform_workspace::{workspace_bin, workspace_root};
+use reftool_faults::{FAULT_ENV, Fault};
 
 #[test]
 fn a_stall_without_a_watchdog_is_judged_within_about_two_idle_timeouts() {
     let dir = tempfile::tempdir().unwrap();
     let reference = workspace_root().join("reference-tool");
     let text = std::fs::read_to_string(reference.join("conform.toml")).unwrap();
-    let faulty = text.replace("[tool.env]\n", "[tool.env]\nREFTOOL_MUTANT = \"watchdog-off\"\n");
-    assert!(faulty.contains("watchdog-off"), "reftool's profile has no [tool.env] table");
+    let fault = format!("[tool.env]\n{FAULT_ENV} = \"{}\"\n", Fault::WatchdogOff.name());
+    let faulty = text.replace("[tool.env]\n", &fault);
+    assert!(faulty.contains(&fault), "reftool's profile has no [tool.env] table");
     let mut table: toml::Table = toml::from_str(&faulty).unwrap();
     crate::fixtures_paths::absolute_fixtures(&mut table, &reference);
     let profile = dir.path().join("conform.toml");
@@ -22,7 +24,7 @@ fn a_stall_without_a_watchdog_is_judged_within_about_two_idle_timeouts() {
     let started = Instant::now();
     let out = std::process::Command::new(workspace_bin("conform"))
         .arg("run")
-        .arg(workspace_bin("reftool"))
+        .arg(workspace_bin("reftool-faulty"))
         .arg("--profile")
         .arg(&profile)
         .args(["--only", "stalled-job-times-out", "--format", "json"])

@@ -292,7 +292,7 @@ fn not_applicable_skips_leave_claims_alone_and_section_79_can_be_not_applicable(
 }
 
 /// The README's table of the kit's checks says what [`KIT_CHECKS`] says, and every fixture and
-/// mutant it names exists.
+/// fault it names exists.
 #[test]
 fn the_readme_kit_table_is_the_kit_checks() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
@@ -311,7 +311,7 @@ fn the_readme_kit_table_is_the_kit_checks() {
         cell.split(", ").map(|n| n.trim_matches('`').to_owned()).collect()
     };
     assert_eq!(rows.len(), KIT_CHECKS.len(), "{rows:#?}");
-    let mutants = std::fs::read_to_string(root.join("reference-tool/src/mutants.rs")).unwrap();
+    let faults = std::fs::read_to_string(root.join("faults/src/catalogue.rs")).unwrap();
     let kit_dir = root.join("harness/tests/fixtures/tools/kit");
     for (row, check) in rows.iter().zip(&KIT_CHECKS) {
         assert_eq!(row.len(), 5, "{row:?}");
@@ -322,11 +322,11 @@ fn the_readme_kit_table_is_the_kit_checks() {
             assert!(kit_dir.join(&fixture).is_file(), "{}: no kit fixture {fixture}", check.id);
         }
         let named = names(&row[4]);
-        assert!(!named.is_empty(), "{}: no mutant", check.id);
-        for mutant in named {
+        assert!(!named.is_empty(), "{}: no fault", check.id);
+        for fault in named {
             assert!(
-                mutants.contains(&format!("= \"{mutant}\"")),
-                "{}: no mutant {mutant}",
+                faults.contains(&format!("= \"{fault}\"")),
+                "{}: no reftool fault {fault}",
                 check.id
             );
         }

@@ -97,9 +97,7 @@ fn work(ctx: &mut Ctx, job: &mut JobContext<'_>) -> Result<Value, Failure> {
             safe_point(job.checkpoint(&checkpoints, &state, offset))?;
         }
     }
-    if !crate::mutants::completed_checkpoint_kept() {
-        let _ = checkpoints.remove();
-    }
+    let _ = checkpoints.remove();
     Ok(json!({"file": file, "bytes": offset, "sha256": hex(&hasher.finalize())}))
 }
 
@@ -123,7 +121,7 @@ impl Resume<'_> {
     ) -> Result<(Sha256, u64), Failure> {
         let path = self.path;
         let mut hasher = Sha256::new();
-        let Some(saved) = crate::mutants::reader_resumes_from(job, self.saved) else {
+        let Some(saved) = self.saved else {
             return Ok((hasher, 0));
         };
         let mut prefix = (&mut *input).take(saved.offset);

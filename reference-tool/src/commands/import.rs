@@ -184,7 +184,7 @@ fn work(ctx: &mut Ctx, job: &mut JobContext<'_>) -> Result<Value, Failure> {
     let fresh = restored.state.is_none();
     let mut state = restored.state.unwrap_or(ImportState { offset: header_len, rows: 0 });
     job.resume_from(state.rows).map_err(|e| Failure::internal(e.to_string()))?;
-    go_to_checkpoint(&mut input, &mut state, fresh).map_err(|e| read_failure(&path, &e))?;
+    input.seek(SeekFrom::Start(state.offset)).map_err(|e| read_failure(&path, &e))?;
 
     let quoted: Vec<String> = columns.iter().map(|c| quote_ident(c)).collect();
     let create = format!(
@@ -265,30 +265,9 @@ fn work(ctx: &mut Ctx, job: &mut JobContext<'_>) -> Result<Value, Failure> {
             filling = Some(tx);
             continue;
         }
-        // Mutant: the checkpoint committed with these rows still points before them.
-        let lagging =
-            ImportState { offset: state.offset - consumed, rows: state.rows - chunk.len() as u64 };
-        let recorded = if crate::mutants::active(crate::mutants::Mutant::CheckpointLagsItsRows) {
-            &lagging
-        } else {
-            &state
-        };
-        let flow = job.commit_with(&checkpoints, tx, recorded, state.rows);
+        let flow = job.commit_with(&checkpoints, tx, &state, state.rows);
         safe_point(flow).map_err(|f| discard_on_cancel(f, &checkpoints, &db))?;
     }
-}
-
-/// Puts the reader where the checkpoint says the next data row is.
-fn go_to_checkpoint(
-    input: &mut BufReader<File>,
-    state: &mut ImportState,
-    fresh: bool,
-) -> std::io::Result<()> {
-    input.seek(SeekFrom::Start(state.offset))?;
-    let (bytes, rows) = crate::mutants::skipped_on_resume(input, fresh, CHUNK_ROWS)?;
-    state.offset += bytes;
-    state.rows += rows;
-    Ok(())
 }
 
 /// A cancel discards the checkpoint (the rows already committed stay).

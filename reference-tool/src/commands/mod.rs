@@ -28,12 +28,18 @@ pub mod version;
 pub mod work;
 
 use crate::framework::interrupt::runtime_migrations;
-use crate::framework::{App, RegistrationError};
+use crate::framework::{App, CommandSpec, RegistrationError};
+use crate::runtime::Parts;
+
+pub use version::{NAME, VERSION};
+
+/// What the tool is for.
+pub const ABOUT: &str = "Reference CLI of the CLI Agent Spec contract";
 
 /// The test knob `REFTOOL_IDLE_TIMEOUT_MS`, when it holds a valid limit, becomes the declared
 /// `idle_timeout_ms` of every interruptible command, so the manifest says what the watchdog
 /// does. (A malformed value is refused when a command runs: `framework::interrupt`.)
-fn with_idle_knob(mut spec: crate::framework::CommandSpec) -> crate::framework::CommandSpec {
+fn with_idle_knob(mut spec: CommandSpec) -> CommandSpec {
     let knob = std::env::var(crate::framework::interrupt::IDLE_TIMEOUT_ENV)
         .ok()
         .and_then(|v| v.trim().parse::<u64>().ok())
@@ -44,24 +50,31 @@ fn with_idle_knob(mut spec: crate::framework::CommandSpec) -> crate::framework::
     spec
 }
 
-/// The reftool application: built-ins plus every command.
-pub fn app() -> Result<App, RegistrationError> {
-    let mut app = App::new(
-        "reftool",
-        env!("CARGO_PKG_VERSION"),
-        "Reference CLI of the CLI Agent Spec contract",
-    )?;
-    app.add_state_migrations(&runtime_migrations());
-    app.register(migrate::spec())?;
-    app.register(drop_table::spec())?;
+/// Every command of reftool, the built-ins (`manifest`, `version`, `job ...`) included, in
+/// the order they are registered.
+pub fn specs() -> Vec<CommandSpec> {
+    let mut specs = vec![manifest::spec(), version::spec(), migrate::spec(), drop_table::spec()];
     // analyze's FILE may be `-`: stdin, spooled within bounds before its job exists.
     let analyze = analyze::spec().reads_stdin("file");
     for spec in [analyze, digest::spec(), import::spec(), deploy::spec()] {
-        app.register(with_idle_knob(spec))?;
+        specs.push(with_idle_knob(spec));
     }
-    app.register(build::spec())?;
-    app.register(files::spec())?;
-    for spec in job::specs() {
+    specs.push(build::spec());
+    specs.push(files::spec());
+    specs.extend(job::specs());
+    specs
+}
+
+/// The reftool application: every command of [`specs`] on reftool's runtime parts.
+pub fn app() -> Result<App, RegistrationError> {
+    app_of(specs(), Parts::default())
+}
+
+/// A reftool application of `specs` on the runtime parts `parts`.
+pub fn app_of(specs: Vec<CommandSpec>, parts: Parts) -> Result<App, RegistrationError> {
+    let mut app = App::new(NAME, VERSION, ABOUT).with_parts(parts);
+    app.add_state_migrations(&runtime_migrations());
+    for spec in specs {
         app.register(spec)?;
     }
     Ok(app)

@@ -1,43 +1,50 @@
-//! The dispatch path: argv in, one response out.
+//! The dispatch path: argv in, one answer out.
 //!
-//! [`App::run`] never writes and never exits: it returns a [`Finished`] that `main` writes in one
-//! `write_all` and turns into the exit status. The stages, in order:
+//! [`App::answer`] never writes and never exits: it returns an [`Answer`] that [`App::run`]
+//! renders into a [`Finished`], which `main` writes in one `write_all` and turns into the exit
+//! status. The stages, in order:
 //!
 //! 1. modes (JSON or text, interactive or not), decided once;
 //! 2. the detached worker (`__worker <job dir>`) and other hidden entry points, before clap;
 //! 3. parse (clap) → ARG_ERROR, help or `--version`;
-//! 4. validation of framework flags and environment (durations, instance, pacing, state dir);
+//! 4. validation of framework flags and environment ([`super::prepare`]);
 //! 5. idempotency: a finished call with the same key answers from the store;
-//! 6. interruptible, async and `job` commands: the job runtime ([`super::interrupt`]);
+//! 6. interruptible, async and `job` commands: the job runtime ([`super::interrupt`]), with
+//!    the call budget resolved first ([`super::budget`]);
 //! 7. the work, on its own thread, bounded by the wall-clock limit and SIGTERM;
-//! 8. the response: declared-exit checks, retryable from the declared entry, meta.
+//! 8. the response ([`super::respond`]): declared-exit checks, retryable from the declared
+//!    entry, meta.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
+use std::io::Write;
 use std::panic::AssertUnwindSafe;
+use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
-use super::cli::{self, Early, Parsed};
-use super::context::{Args, Ctx, Failure, Invocation};
+use super::budget::{CallBudget, resolve_call_budget, stamp_budget};
+use super::cli::{self, Early};
+use super::context::{Args, Ctx, Invocation};
 use super::envelope::Response;
 use super::exit::Exit;
-use super::manifest::{self, canonical_json};
+use super::failure::Failure;
+use super::interrupt::{self, Host};
+use super::manifest;
 use super::modes::{Modes, OutputMode};
-use super::registry::{CommandSpec, DEFAULT_TIMEOUT_MS, DangerLevel, RegistrationError, Registry};
+use super::prepare::{Prepared, prepare};
+use super::registry::{CommandSpec, DEFAULT_TIMEOUT_MS, RegistrationError, Registry};
+use super::respond::{IdempotencyRecord, args_digest, respond};
 use super::state::{
     DEFAULT_INSTANCE, FRAMEWORK_MIGRATIONS, Migration, StateConfig, StateDb, key_reused,
-    validate_instance_id,
 };
 use super::stop::{StopReason, StopToken};
 use super::stream::{StreamEnd, StreamSink};
-use crate::duration::parse_duration;
-use crate::runtime::budget::ResolvedBudget;
+use crate::runtime::Parts;
 use crate::runtime::worker::WORKER_ARG;
 
 /// How long the work gets to acknowledge a stop (and roll back) before the framework answers
@@ -62,7 +69,71 @@ pub struct Finished {
     pub exit: u8,
 }
 
-/// A tool: its registry and the framework's settings.
+impl Finished {
+    /// Writes stderr, then stdout in one go, and gives the exit status: GENERAL_ERROR when
+    /// a success could not be written.
+    pub fn write(self) -> ExitCode {
+        if !self.stderr.is_empty() {
+            let _ = std::io::stderr().lock().write_all(self.stderr.as_bytes());
+        }
+        let mut stdout = std::io::stdout().lock();
+        let written = stdout.write_all(&self.stdout).and_then(|()| stdout.flush());
+        if written.is_err() && self.exit == Exit::SUCCESS.code() {
+            return ExitCode::from(Exit::GENERAL_ERROR.code());
+        }
+        ExitCode::from(self.exit)
+    }
+}
+
+/// What an invocation answers, before it is rendered.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Answer {
+    /// A response, rendered for `mode`; `usage` goes to stderr before the response's own
+    /// stderr text (clap's rendering of a refused invocation).
+    Response {
+        /// The response.
+        response: Box<Response>,
+        /// The output mode it is rendered in.
+        mode: OutputMode,
+        /// Text for stderr ahead of the response's.
+        usage: String,
+    },
+    /// Help asked for: for a person, so on stdout only when stdout is a terminal, else on
+    /// stderr (REQ-F-048), exit 0.
+    Help {
+        /// The help text.
+        text: String,
+        /// Whether stdout is a terminal.
+        stdout_is_terminal: bool,
+    },
+    /// Already rendered: a worker's or hidden entry's exit, the `--version` line.
+    Finished(Finished),
+}
+
+impl Answer {
+    fn response(response: Response, mode: OutputMode) -> Answer {
+        Answer::Response { response: Box::new(response), mode, usage: String::new() }
+    }
+
+    /// The bytes and exit status of this answer.
+    pub fn finish(self) -> Finished {
+        match self {
+            Answer::Response { response, mode, usage } => {
+                let (stdout, stderr) = response.render(mode);
+                Finished { stdout, stderr: usage + &stderr, exit: response.exit.code() }
+            }
+            Answer::Help { text, stdout_is_terminal: true } => {
+                Finished { stdout: text.into_bytes(), stderr: String::new(), exit: 0 }
+            }
+            Answer::Help { text, stdout_is_terminal: false } => {
+                Finished { stdout: Vec::new(), stderr: text, exit: 0 }
+            }
+            Answer::Finished(finished) => finished,
+        }
+    }
+}
+
+/// A tool: its registry, the framework's settings and the job runtime's parts.
 pub struct App {
     name: String,
     version: String,
@@ -70,26 +141,32 @@ pub struct App {
     registry: Registry,
     migrations: Vec<Migration>,
     hidden: BTreeMap<String, HiddenEntry>,
+    parts: Parts,
     sigterm: Arc<AtomicBool>,
     sigint: Arc<AtomicBool>,
 }
 
 impl App {
-    /// A tool with the built-ins `manifest` and `version` registered.
-    pub fn new(name: &str, version: &str, about: &str) -> Result<App, RegistrationError> {
-        let mut app = App {
+    /// A tool without commands, on reftool's runtime parts ([`Parts::default`]).
+    pub fn new(name: &str, version: &str, about: &str) -> App {
+        App {
             name: name.to_owned(),
             version: version.to_owned(),
             about: about.to_owned(),
             registry: Registry::new(),
             migrations: FRAMEWORK_MIGRATIONS.to_vec(),
             hidden: BTreeMap::new(),
+            parts: Parts::default(),
             sigterm: Arc::new(AtomicBool::new(false)),
             sigint: Arc::new(AtomicBool::new(false)),
-        };
-        app.register(crate::commands::manifest::spec())?;
-        app.register(crate::commands::version::spec())?;
-        Ok(app)
+        }
+    }
+
+    /// This tool on the runtime parts `parts` (how its jobs are named, where their progress
+    /// goes, how their worker starts).
+    pub fn with_parts(mut self, parts: Parts) -> App {
+        self.parts = parts;
+        self
     }
 
     /// Registers a command (see [`Registry::register`]).
@@ -122,9 +199,19 @@ impl App {
         &self.version
     }
 
+    /// One line on what the tool is for (its help's header).
+    pub fn about(&self) -> &str {
+        &self.about
+    }
+
     /// The registry.
     pub fn registry(&self) -> &Registry {
         &self.registry
+    }
+
+    /// The runtime's parts.
+    pub fn parts(&self) -> &Parts {
+        &self.parts
     }
 
     /// The manifest data.
@@ -140,53 +227,64 @@ impl App {
     /// Installs the SIGTERM handler: it only raises a flag that the supervisor polls, so a
     /// second SIGTERM changes nothing and never causes a second write (REQ-F-013).
     pub fn install_signal_handlers(&self) -> std::io::Result<()> {
-        if crate::mutants::sigterm_kills_the_call() {
-            return Ok(());
-        }
         signal_hook::flag::register(signal_hook::consts::SIGTERM, Arc::clone(&self.sigterm))?;
         Ok(())
     }
 
-    /// Runs one invocation.
+    /// Runs one invocation: its answer, rendered.
     pub fn run(&self, argv: Vec<OsString>) -> Finished {
+        self.answer(argv).finish()
+    }
+
+    /// Runs one invocation up to its answer.
+    pub fn answer(&self, argv: Vec<OsString>) -> Answer {
         let started = Instant::now();
         let modes = Modes::detect(&argv);
         if argv.get(1).is_some_and(|a| a == WORKER_ARG) {
-            return Finished {
+            return Answer::Finished(Finished {
                 stdout: Vec::new(),
                 stderr: String::new(),
-                exit: super::interrupt::run_worker(self, &argv),
-            };
+                exit: interrupt::run_worker(&self.host(), &argv),
+            });
         }
         if let Some(entry) = argv.get(1).and_then(|a| a.to_str()).and_then(|a| self.hidden.get(a)) {
-            return Finished { stdout: Vec::new(), stderr: String::new(), exit: entry(&argv) };
+            let exit = entry(&argv);
+            return Answer::Finished(Finished { stdout: Vec::new(), stderr: String::new(), exit });
         }
         let command = cli::build(&self.registry, &self.name, &self.version, &self.about);
         let parsed = match cli::parse(command, &self.registry, &argv) {
             Ok(parsed) => parsed,
-            Err(Early::Help(text)) => return help(text, modes),
+            Err(Early::Help(text)) => {
+                return Answer::Help { text, stdout_is_terminal: modes.stdout_is_terminal };
+            }
             Err(Early::Version) => {
                 if modes.output == OutputMode::Text {
                     let line = format!("{} {}\n", self.name, self.version);
-                    return Finished { stdout: line.into_bytes(), stderr: String::new(), exit: 0 };
+                    let stdout = line.into_bytes();
+                    return Answer::Finished(Finished { stdout, stderr: String::new(), exit: 0 });
                 }
-                let mut response = Response::success(crate::commands::version::data());
+                let mut response =
+                    Response::success(manifest::version_data(&self.name, &self.version));
                 response.duration_ms = elapsed_ms(started);
                 response.timeout_ms = Some(DEFAULT_TIMEOUT_MS);
-                return finish(response, modes.output, String::new());
+                return Answer::response(response, modes.output);
             }
             Err(Early::Invalid { failure, usage }) => {
-                let mut response = crate::mutants::refused_invocation(Response::failure(*failure));
+                let mut response = Response::failure(*failure);
                 response.duration_ms = elapsed_ms(started);
                 response.timeout_ms = Some(DEFAULT_TIMEOUT_MS);
-                return finish(response, modes.output, usage);
+                return Answer::Response {
+                    response: Box::new(response),
+                    mode: modes.output,
+                    usage,
+                };
             }
         };
         let Some(spec) = self.registry.get(&parsed.path) else {
             let response = Response::failure(Failure::internal("parsed an unregistered command"));
-            return finish(response, modes.output, String::new());
+            return Answer::response(response, modes.output);
         };
-        let (response, timeout_ms) = match self.prepare(spec, parsed, argv, modes, started) {
+        let (response, timeout_ms) = match prepare(spec, parsed, argv, modes, started) {
             Ok(prepared) => {
                 let timeout_ms = prepared.timeout_ms;
                 (self.dispatch(spec, prepared), Some(timeout_ms))
@@ -201,118 +299,30 @@ impl App {
             failure.retryable = spec.entry(failure.exit).map(|e| e.retryable);
         }
         response.duration_ms = elapsed_ms(started);
-        finish(response, modes.output, String::new())
+        Answer::response(response, modes.output)
     }
 
-    /// Stages 3–4 for a detached worker re-running a job's argv.
-    pub(crate) fn prepare_for_worker(
-        &self,
-        argv: Vec<OsString>,
-    ) -> Result<(&CommandSpec, Prepared), Box<Failure>> {
-        let modes = Modes::detect(&argv);
-        let command = cli::build(&self.registry, &self.name, &self.version, &self.about);
-        let parsed = cli::parse(command, &self.registry, &argv).map_err(|early| match early {
-            Early::Invalid { failure, .. } => failure,
-            _ => Box::new(Failure::internal("the job's argv does not name a command")),
-        })?;
-        let spec = self
-            .registry
-            .get(&parsed.path)
-            .ok_or_else(|| Box::new(Failure::internal("the job's command is not registered")))?;
-        let prepared =
-            self.prepare(spec, parsed, argv, modes, Instant::now()).map_err(|(f, _)| f)?;
-        Ok((spec, prepared))
-    }
-
-    /// Stage 4: everything about the invocation that can be wrong before any work.
-    pub(crate) fn prepare(
-        &self,
-        spec: &CommandSpec,
-        parsed: Parsed,
-        argv: Vec<OsString>,
-        modes: Modes,
-        started: Instant,
-    ) -> Result<Prepared, (Box<Failure>, Option<u64>)> {
-        let bad = |failure: Failure, timeout_ms| Err((Box::new(failure), timeout_ms));
-        let default_ms = default_timeout_ms(spec);
-        let timeout = match parsed.timeout.as_deref().map(parse_duration) {
-            None => Some(Duration::from_millis(default_ms)),
-            Some(Ok(d)) if d.is_zero() => None,
-            Some(Ok(d)) => Some(d),
-            Some(Err(e)) => {
-                return bad(
-                    Failure::arg("INVALID_DURATION", format!("--timeout: {e}")),
-                    Some(default_ms),
-                );
-            }
-        };
-        let timeout_ms = timeout.map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
-        let budget_flag = match parsed.budget.as_deref().map(parse_duration) {
-            None => None,
-            Some(Ok(d)) => Some(d),
-            Some(Err(e)) => {
-                return bad(
-                    Failure::arg("INVALID_DURATION", format!("--budget: {e}")),
-                    Some(timeout_ms),
-                );
-            }
-        };
-        let instance = parsed.instance_id.clone().unwrap_or_else(|| DEFAULT_INSTANCE.to_owned());
-        if let Err(e) = validate_instance_id(&instance) {
-            return bad(
-                Failure::arg("INVALID_INSTANCE_ID", e.to_string())
-                    .suggestion("use e.g. --instance-id ci-1"),
-                Some(timeout_ms),
-            );
+    /// What the job runtime gets of this tool.
+    fn host(&self) -> Host<'_> {
+        Host {
+            registry: &self.registry,
+            name: &self.name,
+            version: &self.version,
+            about: &self.about,
+            migrations: &self.migrations,
+            sigterm: &self.sigterm,
+            parts: &self.parts,
         }
-        if let Some(key) = &parsed.idempotency_key {
-            let printable = key.chars().all(|c| !c.is_control());
-            if key.is_empty() || key.len() > 200 || !printable {
-                return bad(
-                    Failure::arg(
-                        "INVALID_IDEMPOTENCY_KEY",
-                        "--idempotency-key must be 1-200 printable characters",
-                    ),
-                    Some(timeout_ms),
-                );
-            }
-        }
-        let pace = match pace_from_env() {
-            Ok(pace) => pace,
-            Err(failure) => return bad(failure, Some(timeout_ms)),
-        };
-        let state = match StateConfig::from_env(instance) {
-            Ok(state) => state,
-            Err(failure) => return bad(failure, Some(timeout_ms)),
-        };
-        let invocation = Invocation {
-            argv,
-            path: parsed.path.clone(),
-            timeout,
-            timeout_explicit: parsed.timeout.is_some(),
-            budget_flag,
-            idempotency_key: parsed.idempotency_key.clone(),
-            modes,
-            pace,
-            test_mode: test_mode(),
-            stream: parsed.stream,
-            started,
-        };
-        Ok(Prepared { args: parsed.args, invocation, state, timeout_ms })
     }
 
     /// Stages 5–8, with the call budget of an interruptible command (or `job wait`) resolved
     /// first, so that every response after validation records it in `meta.budget_ms`.
     fn dispatch(&self, spec: &CommandSpec, prepared: Prepared) -> Response {
         let budget = (spec.interruption.is_some() || spec.takes_budget)
-            .then(|| super::interrupt::resolve_call_budget(&prepared.invocation));
+            .then(|| resolve_call_budget(&prepared.invocation));
         let mut response = self.dispatch_inner(spec, prepared, budget.as_ref());
-        match &budget {
-            Some(budget) => {
-                super::interrupt::stamp_budget(&mut response, budget);
-                crate::mutants::budget_meta_dropped(&spec.path, &mut response);
-            }
-            None => crate::mutants::plain_budget_meta(&mut response),
+        if let Some(budget) = &budget {
+            stamp_budget(&mut response, budget);
         }
         response
     }
@@ -321,7 +331,7 @@ impl App {
         &self,
         spec: &CommandSpec,
         prepared: Prepared,
-        budget: Option<&ResolvedBudget>,
+        budget: Option<&CallBudget>,
     ) -> Response {
         let Prepared { args, invocation, state, .. } = prepared;
         let digest = args_digest(&spec.path, &args);
@@ -336,7 +346,7 @@ impl App {
                 Err(e) => return Response::failure(e.to_failure()),
             };
             let lookup = opened.idempotency_lookup(&state.instance, &spec.path, key);
-            match crate::mutants::idempotency_lookup(lookup) {
+            match lookup {
                 Err(e) => return Response::failure(e.to_failure()),
                 Ok(Some((stored_digest, data))) if stored_digest == digest => {
                     let mut data = data;
@@ -357,12 +367,9 @@ impl App {
         // (`interrupt`): attach to the identical invocation's job, hand off to a detached
         // worker, or run here up to a checkpoint past the budget. The budget was resolved in
         // `dispatch`. Every other command runs below under its plain wall-clock limit.
-        if super::interrupt::handles(spec) {
-            return super::interrupt::dispatch(
-                self,
-                spec,
-                super::interrupt::Call { args, invocation, state, budget, idempotency: db },
-            );
+        if interrupt::handles(spec) {
+            let call = interrupt::Call { args, invocation, state, budget, idempotency: db };
+            return interrupt::dispatch(&self.host(), spec, call);
         }
 
         // Stage 7: the work.
@@ -520,88 +527,6 @@ impl App {
     }
 }
 
-/// Where a writer's successful answer is recorded under its idempotency key.
-pub(crate) struct IdempotencyRecord<'a> {
-    pub(crate) db: &'a mut StateDb,
-    pub(crate) instance: &'a str,
-    pub(crate) key: &'a str,
-    pub(crate) digest: &'a str,
-}
-
-/// Stage 8: the response of finished work: the `effect` check for writers and the
-/// undeclared-exit check (test mode), the idempotency record, warnings and extra meta.
-pub(crate) fn respond(
-    spec: &CommandSpec,
-    result: Result<Value, Failure>,
-    warnings: Vec<super::context::Warning>,
-    meta: serde_json::Map<String, Value>,
-    test_mode: bool,
-    record: Option<IdempotencyRecord<'_>>,
-) -> Response {
-    let mut response = match result {
-        Ok(data) => {
-            let effect_ok = spec.danger_level == DangerLevel::Safe
-                || matches!(
-                    data.get("effect").and_then(Value::as_str),
-                    Some("created" | "updated" | "deleted" | "noop")
-                );
-            if test_mode && !effect_ok {
-                Response::failure(
-                    Failure::internal(format!(
-                        "framework check: {} writes but its data has no valid effect",
-                        spec.path
-                    ))
-                    .context(json!({"check": "EFFECT_FIELD"})),
-                )
-            } else {
-                let mut response = Response::success(data);
-                if let Some(record) = record
-                    && let Err(e) = record.db.idempotency_record(
-                        record.instance,
-                        &spec.path,
-                        record.key,
-                        record.digest,
-                        &response.data,
-                    )
-                {
-                    response.warnings.push(super::context::Warning {
-                        code: "IDEMPOTENCY_NOT_RECORDED".into(),
-                        message: e.to_string(),
-                    });
-                }
-                response
-            }
-        }
-        Err(failure) => Response::failure(failure),
-    };
-    let signal_exit = response.exit == Exit::SIGTERM || response.exit == Exit::SIGINT;
-    if test_mode && !signal_exit && spec.entry(response.exit).is_none() {
-        response = Response::failure(
-            Failure::internal(format!(
-                "framework check: {} exited {} which it does not declare",
-                spec.path,
-                response.exit.code()
-            ))
-            .context(json!({"check": "UNDECLARED_EXIT_CODE", "exit_code": response.exit.code()})),
-        );
-    }
-    let mut all_warnings = warnings;
-    all_warnings.append(&mut response.warnings);
-    response.warnings = all_warnings;
-    for (name, value) in meta {
-        response.meta.insert(name, value);
-    }
-    response
-}
-
-/// A parsed, validated invocation (stage 4), ready for stages 5–8.
-pub(crate) struct Prepared {
-    pub(crate) args: Args,
-    pub(crate) invocation: Invocation,
-    pub(crate) state: StateConfig,
-    pub(crate) timeout_ms: u64,
-}
-
 enum Supervised {
     Done {
         result: Box<Result<Value, Failure>>,
@@ -647,19 +572,6 @@ fn placeholder_invocation(started: Instant) -> Invocation {
     }
 }
 
-/// The wall-clock limit when no `--timeout` is given (REQ-F-011): an interruptible command's
-/// limit bounds the whole work across continuations, so it is `max_lifetime_ms` (default one
-/// hour); any other command has its declared per-command default.
-pub fn default_timeout_ms(spec: &CommandSpec) -> u64 {
-    match &spec.interruption {
-        Some(interruption) => interruption.max_lifetime_ms.unwrap_or(DEFAULT_MAX_LIFETIME_MS),
-        None => spec.default_timeout_ms,
-    }
-}
-
-/// `max_lifetime_ms` of an interruptible command that declares none.
-pub const DEFAULT_MAX_LIFETIME_MS: u64 = 3_600_000;
-
 /// The honest envelope of work the framework stopped.
 fn stop_failure(spec: &CommandSpec, reason: StopReason, timeout: Option<Duration>) -> Failure {
     match reason {
@@ -667,7 +579,7 @@ fn stop_failure(spec: &CommandSpec, reason: StopReason, timeout: Option<Duration
             let ms = timeout.map_or(0, |d| d.as_millis());
             let retryable = spec.entry(Exit::TIMEOUT).map(|e| e.retryable).unwrap_or(false);
             Failure::new(
-                crate::mutants::plain_timeout_exit(Exit::TIMEOUT),
+                Exit::TIMEOUT,
                 "TIMEOUT",
                 format!("the wall-clock limit of {ms} ms ran out; the work stopped"),
             )
@@ -684,71 +596,24 @@ fn stop_failure(spec: &CommandSpec, reason: StopReason, timeout: Option<Duration
     }
 }
 
-/// Help is for a person: off stdout unless stdout is a terminal.
-fn help(text: String, modes: Modes) -> Finished {
-    if crate::mutants::help_on_stdout(modes.stdout_is_terminal) {
-        Finished { stdout: text.into_bytes(), stderr: String::new(), exit: 0 }
-    } else {
-        Finished { stdout: Vec::new(), stderr: text, exit: 0 }
-    }
-}
-
 /// The cancellation envelope after SIGINT (REQ-F-069): CANCELLED, exit 130, `data.partial`.
 fn sigint_failure() -> Failure {
-    let failure = Failure::new(Exit::SIGINT, "CANCELLED", "cancelled by SIGINT; the work stopped")
+    Failure::new(Exit::SIGINT, "CANCELLED", "cancelled by SIGINT; the work stopped")
         .retryable(false)
         .context(json!({"signal": "SIGINT"}))
-        .with_data(json!({"partial": true}));
-    crate::mutants::sigint_failure(failure)
-}
-
-/// sha256 of the canonical JSON of the command path and its arguments.
-pub fn args_digest(path: &str, args: &Args) -> String {
-    let canonical = canonical_json(&json!({"command": path, "args": args.to_json()}));
-    let digest = Sha256::digest(canonical.as_bytes());
-    digest.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// `REFTOOL_PACE_MS`: milliseconds of sleep per unit of work (default 0).
-pub fn pace_from_env() -> Result<Duration, Failure> {
-    match std::env::var("REFTOOL_PACE_MS") {
-        Err(std::env::VarError::NotPresent) => Ok(Duration::ZERO),
-        Err(std::env::VarError::NotUnicode(_)) => {
-            Err(Failure::arg("ENV_INVALID", "REFTOOL_PACE_MS is not UTF-8"))
-        }
-        Ok(text) => match text.trim().parse::<u64>() {
-            Ok(ms) if ms <= 60_000 => Ok(Duration::from_millis(ms)),
-            _ => Err(Failure::arg(
-                "ENV_INVALID",
-                format!("REFTOOL_PACE_MS must be whole milliseconds up to 60000, got {text:?}"),
-            )),
-        },
-    }
-}
-
-/// `REFTOOL_TEST_MODE=1`.
-pub fn test_mode() -> bool {
-    std::env::var("REFTOOL_TEST_MODE").is_ok_and(|v| v == "1")
+        .with_data(json!({"partial": true}))
 }
 
 fn test_fault() -> Option<String> {
-    if test_mode() { std::env::var("REFTOOL_TEST_FAULT").ok() } else { None }
+    if super::prepare::test_mode() { std::env::var("REFTOOL_TEST_FAULT").ok() } else { None }
 }
 
 fn elapsed_ms(started: Instant) -> u64 {
     u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)
 }
 
-fn finish(response: Response, mode: OutputMode, extra_stderr: String) -> Finished {
-    let (stdout, stderr) = response.render(mode);
-    Finished { stdout, stderr: extra_stderr + &stderr, exit: response.exit.code() }
-}
-
 /// The GENERAL_ERROR answer when everything else failed (a panic outside the work).
 pub fn internal_error_finish(mode: OutputMode, message: &str) -> Finished {
-    finish(
-        Response::failure(Failure::internal("internal error").detail(message).retryable(false)),
-        mode,
-        String::new(),
-    )
+    let failure = Failure::internal("internal error").detail(message).retryable(false);
+    Answer::response(Response::failure(failure), mode).finish()
 }

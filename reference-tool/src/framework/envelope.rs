@@ -7,8 +7,8 @@
 
 use serde_json::{Map, Value, json};
 
-use super::context::{Failure, Warning};
 use super::exit::Exit;
+use super::failure::{Failure, Warning};
 use super::modes::OutputMode;
 use super::stream::StreamEnd;
 
@@ -133,7 +133,7 @@ impl Response {
                 let mut line = serde_json::to_vec(&self.summary(end.emitted))
                     .unwrap_or_else(|_| b"{\"_summary\":true}".to_vec());
                 line.push(b'\n');
-                return (crate::mutants::stream_summary(line), String::new());
+                return (line, String::new());
             }
             return self.render_json();
         }

@@ -14,6 +14,12 @@ use super::registry::{CommandSpec, FlagSpec, Registry, StdoutKind};
 /// Manifest schema version this framework writes.
 pub const SCHEMA_VERSION: &str = "3.20";
 
+/// What `version` answers (and `--version` in JSON mode): the tool's name and version, and
+/// the manifest schema version it writes.
+pub fn version_data(name: &str, version: &str) -> Value {
+    json!({"name": name, "version": version, "schema_version": SCHEMA_VERSION})
+}
+
 /// The global options, as manifest flag entries.
 pub fn global_flags() -> Value {
     json!({

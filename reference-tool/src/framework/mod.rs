@@ -89,36 +89,43 @@
 //! # let _ = spec;
 //! ```
 //!
-//! Stage 6 of dispatch ([`interrupt`]) takes such commands over: it resolves the call budget,
-//! claims the invocation's job (attaching to an identical one), spawns the worker or runs the
+//! Stage 6 of dispatch ([`interrupt`]) takes such commands over, once the call budget is
+//! resolved ([`budget`], the rule's one home): it claims the invocation's job (attaching to an identical one), spawns the worker or runs the
 //! work here, and answers the final response or INCOMPLETE; [`interrupt`]'s docs are the
 //! manual. The `job wait/status/cancel` built-ins are dispatched there too (their `run` is
 //! never called); `job wait` takes `--budget` through [`CommandSpec::budget_flag`].
-//! `reftool __worker <job dir>` is recognized before clap (`main` detaches it first).
+//! `reftool __worker <job dir>` is recognized before clap (`main` detaches it first). How jobs
+//! are named, where their progress goes and how their worker starts are the application's
+//! runtime parts ([`crate::runtime::Parts`], [`App::with_parts`]).
 //!
 //! The budget's environment: `AGENT_CALL_BUDGET_MS` (a malformed value is a
 //! `BUDGET_ENV_INVALID` warning and the default 30000 ms), and the test knob
 //! `REFTOOL_IDLE_TIMEOUT_MS` (overrides every `idle_timeout_ms`; malformed: ARG_ERROR).
 
 pub mod app;
+pub mod budget;
 pub mod cli;
 pub mod context;
 pub mod envelope;
 pub mod exit;
+pub mod failure;
 pub mod interrupt;
 pub mod manifest;
 pub mod modes;
 pub mod options;
+pub mod prepare;
 pub mod registry;
+pub mod respond;
 pub mod state;
 pub mod stop;
 pub mod stream;
 pub mod userdb;
 
-pub use app::{App, Finished, HiddenEntry};
-pub use context::{ArgValue, Args, Ctx, Failure, Invocation, Phase, Warning};
+pub use app::{Answer, App, Finished, HiddenEntry};
+pub use context::{ArgValue, Args, Ctx, Invocation};
 pub use envelope::Response;
 pub use exit::{Exit, ExitCodeEntry, SideEffects};
+pub use failure::{Failure, Phase, Warning};
 pub use modes::{Modes, OutputMode};
 pub use registry::{
     CommandSpec, DangerLevel, FlagSpec, Interruption, RegistrationError, Registry, StdoutKind,

@@ -27,30 +27,20 @@ pub struct Modes {
     pub stdout_is_terminal: bool,
 }
 
-/// One `--output` value found in argv.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct OutputValue {
-    /// The mode it names.
-    pub mode: OutputMode,
-    /// Whether it came before the command path (the first word that is no option).
-    pub before_path: bool,
-}
-
 /// Reads `--output json|text` (or `--output=...`) from argv without parsing the rest, so that
 /// even a parse error is written in the mode the caller asked for. An unknown value is left to
 /// the parser, which refuses it.
 pub fn output_override(argv: &[OsString]) -> Option<OutputMode> {
-    let values = crate::mutants::output_values(output_values(argv));
-    let last = values.last()?.mode;
+    let values = output_values(argv);
+    let last = *values.last()?;
     // Two different values are refused by the parser (`super::options`); that refusal is
     // written as if no value had been given.
-    values.iter().all(|v| v.mode == last).then_some(last)
+    values.iter().all(|v| *v == last).then_some(last)
 }
 
 /// Every valid `--output` value in argv, in order, up to `--`.
-fn output_values(argv: &[OsString]) -> Vec<OutputValue> {
+fn output_values(argv: &[OsString]) -> Vec<OutputMode> {
     let mut values = Vec::new();
-    let mut before_path = true;
     let mut iter = argv.iter().skip(1);
     while let Some(arg) = iter.next() {
         let Some(arg) = arg.to_str() else { continue };
@@ -62,15 +52,12 @@ fn output_values(argv: &[OsString]) -> Vec<OutputValue> {
         } else {
             arg.strip_prefix("--output=")
         };
-        if !arg.starts_with('-') {
-            before_path = false;
-        }
         let mode = match value {
             Some("json") => OutputMode::Json,
             Some("text") => OutputMode::Text,
             _ => continue,
         };
-        values.push(OutputValue { mode, before_path });
+        values.push(mode);
     }
     values
 }

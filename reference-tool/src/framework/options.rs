@@ -5,14 +5,11 @@
 //! refuses a scalar option given twice with *different* values: ARG_ERROR 2
 //! `CONFLICTING_OPTION`, naming the option, nothing done. The same value twice is accepted,
 //! and a switch (`--stream`) may be repeated freely. Both spellings count, `--x v` and `--x=v`.
-//!
-//! The token list also tells where the command's first positional is, which the test-only
-//! mutants of argument order use ([`crate::mutants`]).
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 
-use super::context::Failure;
+use super::failure::Failure;
 use super::registry::{CommandSpec, ValueType};
 
 /// The framework's global options that take a value.
@@ -27,14 +24,9 @@ pub enum Token {
         name: String,
         /// The value, for an option that takes one.
         value: Option<String>,
-        /// Position in argv.
-        index: usize,
     },
     /// A command word or a positional.
-    Word {
-        /// Position in argv.
-        index: usize,
-    },
+    Word,
 }
 
 /// The long options of `spec` that take a value, the framework's globals included.
@@ -71,9 +63,9 @@ pub fn tokens(argv: &[OsString], value_options: &[String]) -> Vec<Token> {
                     }
                     (None, false) => None,
                 };
-                out.push(Token::Option { name: name.to_owned(), value, index });
+                out.push(Token::Option { name: name.to_owned(), value });
             }
-            _ => out.push(Token::Word { index }),
+            _ => out.push(Token::Word),
         }
         index += 1;
     }
@@ -82,7 +74,7 @@ pub fn tokens(argv: &[OsString], value_options: &[String]) -> Vec<Token> {
 
 /// Refuses a value option given more than once with different values.
 pub fn check_repeats(tokens: &[Token]) -> Result<(), Failure> {
-    crate::mutants::repeat_check(tokens, first_conflict(tokens).map_or(Ok(()), Err))
+    first_conflict(tokens).map_or(Ok(()), Err)
 }
 
 /// The refusal of the first value option given twice with different values, if any.
@@ -115,23 +107,6 @@ pub fn repeats(tokens: &[Token]) -> Vec<(&str, &str, &str)> {
     found
 }
 
-/// The argv index of the first word after the command path's `path_words` words: the first
-/// positional, if any.
-pub fn first_positional(tokens: &[Token], path_words: usize) -> Option<usize> {
-    tokens
-        .iter()
-        .filter_map(|t| match t {
-            Token::Word { index } => Some(*index),
-            Token::Option { .. } => None,
-        })
-        .nth(path_words)
-}
-
-/// The argv index of the first command word.
-pub fn first_word(tokens: &[Token]) -> Option<usize> {
-    first_positional(tokens, 0)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -156,15 +131,13 @@ mod tests {
     fn switches_and_words_after_the_separator_are_not_options() {
         let t = tokens(&argv(&["files", "--stream", "--stream", "--", "--limit", "x"]), &values());
         assert!(check_repeats(&t).is_ok());
-        assert_eq!(first_positional(&t, 1), Some(5));
+        let stream = Token::Option { name: "stream".into(), value: None };
+        assert_eq!(t, [Token::Word, stream.clone(), stream, Token::Word, Token::Word]);
     }
 
     #[test]
-    fn the_first_positional_skips_option_values() {
+    fn an_option_value_is_no_word() {
         let t = tokens(&argv(&["--output", "json", "files", "--limit", "3", "site"]), &values());
-        assert_eq!(first_word(&t), Some(3));
-        assert_eq!(first_positional(&t, 1), Some(6));
-        let t = tokens(&argv(&["files", "--limit", "3"]), &values());
-        assert_eq!(first_positional(&t, 1), None);
+        assert_eq!(t.iter().filter(|t| **t == Token::Word).count(), 2);
     }
 }

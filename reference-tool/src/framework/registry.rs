@@ -10,8 +10,9 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::context::{Ctx, Failure};
+use super::context::Ctx;
 use super::exit::{Exit, ExitCodeEntry, SideEffects};
+use super::failure::Failure;
 use crate::runtime::context::JobContext;
 
 /// Mutation risk of a command (REQ-C-002).
@@ -770,14 +771,13 @@ pub fn validate(mut spec: CommandSpec) -> Result<CommandSpec, RegistrationError>
             name: name.clone(),
         });
     }
-    let plain_budget = crate::mutants::plain_command_takes_budget(&spec.path);
-    if spec.interruption.is_some() || spec.takes_budget || plain_budget {
+    if spec.interruption.is_some() || spec.takes_budget {
         spec.flags.push(
             FlagSpec::string(
                 "budget",
                 "Sync call budget: 5s, 2000ms, 1m or milliseconds; 0 turns it off",
             )
-            .env("AGENT_CALL_BUDGET_MS")
+            .env(super::budget::BUDGET_ENV)
             .framework(),
         );
     }

@@ -274,7 +274,8 @@ fn refuses_a_zero_default_timeout() {
 
 #[test]
 fn interruptible_commands_default_to_their_lifetime_limit() {
-    use super::app::{DEFAULT_MAX_LIFETIME_MS, default_timeout_ms};
+    use super::prepare::default_timeout_ms;
+    use crate::runtime::jobs::DEFAULT_MAX_LIFETIME_MS;
     assert_eq!(default_timeout_ms(&base("plain").timeout_ms(1234)), 1234);
     assert_eq!(default_timeout_ms(&reader_with_interruption(true, true)), DEFAULT_MAX_LIFETIME_MS);
     assert_eq!(default_timeout_ms(&writer_with_resume()), 7_200_000);

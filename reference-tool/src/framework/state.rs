@@ -30,8 +30,8 @@ use std::time::Duration;
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior};
 use serde_json::{Value, json};
 
-use super::context::{Failure, Phase};
 use super::exit::Exit;
+use super::failure::{Failure, Phase};
 
 /// The default instance.
 pub const DEFAULT_INSTANCE: &str = "default";
@@ -535,6 +535,12 @@ pub fn key_reused(key: &str) -> Failure {
     .suggestion("use a new idempotency key, or repeat the original arguments")
     .context(json!({"idempotency_key": key}))
     .phase(Phase::Validation)
+}
+
+impl From<StateError> for Failure {
+    fn from(error: StateError) -> Self {
+        error.to_failure()
+    }
 }
 
 #[cfg(test)]

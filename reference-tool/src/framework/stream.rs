@@ -19,8 +19,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::{Value, json};
 
-use super::context::Failure;
 use super::exit::Exit;
+use super::failure::Failure;
 
 #[derive(Debug, Default)]
 struct SinkState {
@@ -59,7 +59,7 @@ impl StreamSink {
         let Value::Object(mut map) = item else {
             return Err(Failure::internal("a stream item must be a JSON object"));
         };
-        let seq = crate::mutants::stream_seq(state.last_seq + 1);
+        let seq = state.last_seq + 1;
         map.insert("_seq".into(), json!(seq));
         let mut line = serde_json::to_vec(&Value::Object(map))
             .map_err(|e| Failure::internal(format!("a stream item does not serialize: {e}")))?;

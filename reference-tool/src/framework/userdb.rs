@@ -25,7 +25,9 @@ use std::time::Duration;
 use rusqlite::{Connection, ErrorCode, OpenFlags};
 use serde_json::json;
 
-use crate::framework::{CommandSpec, Exit, Failure, SideEffects};
+use super::exit::{Exit, SideEffects};
+use super::failure::Failure;
+use super::registry::CommandSpec;
 
 /// How long to wait for another writer of the target database.
 pub const DB_BUSY_TIMEOUT: Duration = Duration::from_millis(2000);

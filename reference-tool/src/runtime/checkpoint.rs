@@ -134,7 +134,7 @@ fn decide<T: DeserializeOwned>(
         // Written by a cancelled job: not a resume point, and not worth a warning.
         return (Restored { state: None, done: 0, warnings: Vec::new(), completed: None }, true);
     }
-    if saved.fingerprint != fingerprint && !crate::mutants::changed_input_keeps_checkpoint() {
+    if saved.fingerprint != fingerprint {
         return (discarded(&saved.job_id, "Input changed since the checkpoint"), true);
     }
     match serde_json::from_value::<T>(saved.state) {

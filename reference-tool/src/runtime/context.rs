@@ -42,8 +42,7 @@ pub struct JobContext<'a> {
 impl<'a> JobContext<'a> {
     /// A context for `job` (the caller owns it: `Created` / `Resumed`, or the worker).
     pub fn new(store: &JobStore, job: JobView, stop: StopControl<'a>) -> Self {
-        let progress = ProgressReporter::new(Some(job.dir.clone()))
-            .with_floor(crate::mutants::progress_floor(job.progress.clone()));
+        let progress = store.progress_reporter(&job);
         JobContext {
             checkpoint_path: store.checkpoint_path(&job.record.instance, &job.record.identity),
             job,
@@ -93,7 +92,6 @@ impl<'a> JobContext<'a> {
         total: Option<u64>,
         unit: Option<&str>,
     ) -> Result<(), ProgressError> {
-        let done = crate::mutants::reported_done(done, self.job.progress.done);
         let offset = self.restart_offset;
         self.progress.report(
             done.saturating_add(offset),
@@ -115,9 +113,6 @@ impl<'a> JobContext<'a> {
     /// work (so the idle watchdog sees it move); `total` grows by the same amount, so the
     /// job ends with `done == total` as usual.
     pub fn resume_from(&mut self, done: u64) -> Result<(), ProgressError> {
-        if crate::mutants::resume_keeps_floor() {
-            return Ok(());
-        }
         let published = self.progress.latest().done;
         if done > published {
             let (total, unit) = (self.progress.latest().total, self.progress.latest().unit.clone());

@@ -21,6 +21,9 @@
 //! after a `kill -9` all have one identity, and no key needs to be stored anywhere.
 //!
 //! **Checkpoints** use the same key as jobs (including the idempotency key, as the spec asks).
+//!
+//! **Naming.** A [`JobNaming`] keys an identity and names a new job; the job store asks its
+//! own. reftool's is [`RandomIds`]: [`InvocationIdentity::key`], and ids of 128 random bits.
 
 use std::ffi::{OsStr, OsString};
 use std::io::{self, Read};
@@ -28,6 +31,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
+
+use super::ids::{JobId, JobIdError};
 
 /// Flags that never change the work, removed by [`normalize_args`] with their values.
 pub const VOLATILE_FLAGS: &[&str] =
@@ -128,13 +133,13 @@ impl InvocationIdentity {
         for a in &self.args {
             feed(&mut h, "arg", a.as_bytes());
         }
-        feed(&mut h, "cwd", crate::mutants::identity_cwd(self.cwd.as_os_str().as_bytes()));
+        feed(&mut h, "cwd", self.cwd.as_os_str().as_bytes());
         feed(&mut h, "version", self.tool_version.as_bytes());
-        feed_opt(&mut h, "stdin", crate::mutants::identity_stdin(self.stdin_digest.as_deref()));
+        feed_opt(&mut h, "stdin", self.stdin_digest.as_deref());
         if with_key {
             feed_opt(&mut h, "key", self.idempotency_key.as_deref());
         }
-        feed(&mut h, "instance", crate::mutants::identity_instance(self.instance.as_bytes()));
+        feed(&mut h, "instance", self.instance.as_bytes());
         h
     }
 
@@ -155,6 +160,38 @@ impl InvocationIdentity {
             self.idempotency_key = Some(self.derived_idempotency_key());
         }
         self
+    }
+}
+
+/// How jobs are keyed and named: the key that makes two invocations the identical one (a job
+/// and a checkpoint are found by it) and the id of a new job. The job store keeps one
+/// ([`super::jobs::JobStore::named_by`]).
+pub trait JobNaming: Send + Sync {
+    /// The key of `identity`.
+    fn key(&self, identity: &InvocationIdentity) -> IdentityKey;
+    /// The id of a new job.
+    fn new_id(&self) -> Result<JobId, JobIdError>;
+}
+
+impl std::fmt::Debug for dyn JobNaming {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("JobNaming")
+    }
+}
+
+/// reftool's naming: every field of the identity keys the job ([`InvocationIdentity::key`]),
+/// and each new job gets 128 random bits ([`JobId::generate`]), so one id tells nothing of
+/// the next.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RandomIds;
+
+impl JobNaming for RandomIds {
+    fn key(&self, identity: &InvocationIdentity) -> IdentityKey {
+        identity.key()
+    }
+
+    fn new_id(&self) -> Result<JobId, JobIdError> {
+        JobId::generate()
     }
 }
 

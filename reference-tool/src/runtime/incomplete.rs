@@ -60,7 +60,7 @@ fn with_tail(tool: &[OsString], tail: &[&str]) -> Vec<OsString> {
 
 /// `data` for a job handed to the background.
 pub fn running(tool: &[OsString], job_id: &JobId, progress: Progress) -> IncompleteData {
-    let wait = crate::mutants::running_continue(with_tail(tool, &["job", "wait", job_id.as_str()]));
+    let wait = with_tail(tool, &["job", "wait", job_id.as_str()]);
     IncompleteData {
         state: IncompleteState::Running,
         job_id: job_id.to_string(),
@@ -87,7 +87,6 @@ pub fn paused(
         argv.push("--idempotency-key".into());
         argv.push(key.into());
     }
-    let argv = crate::mutants::paused_continue(original_argv, writer_key, argv);
     IncompleteData {
         state: IncompleteState::Paused,
         job_id: job_id.to_string(),

@@ -55,16 +55,19 @@ use std::os::fd::AsFd;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use nix::sys::signal::Signal;
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 use serde::{Deserialize, Serialize};
 
 use super::fsutil::{now_ms, read_json, tail, write_json_atomic};
-use super::identity::{IdentityKey, InvocationIdentity, digest_file};
+use super::identity::{IdentityKey, InvocationIdentity, JobNaming, RandomIds, digest_file};
 use super::ids::{JobId, JobIdError, instance_dir_name};
 use super::process::ProcessIdentity;
-use super::progress::{PROGRESS_FILE, Progress, ProgressFile};
+use super::progress::{
+    PROGRESS_FILE, Progress, ProgressFile, ProgressJson, ProgressReporter, ProgressSink,
+};
 use super::spool::{SpoolError, SpoolLimits, copy_bounded};
 
 /// Default `idle_timeout_ms`: a job whose `done` has not changed this long is stalled.
@@ -480,16 +483,42 @@ struct Row {
     cancel_requested: bool,
 }
 
-/// The job store rooted at a state directory.
+/// The job store rooted at a state directory, with the naming of its jobs and the sink of
+/// their progress.
 #[derive(Debug, Clone)]
 pub struct JobStore {
     state_dir: PathBuf,
+    naming: Arc<dyn JobNaming>,
+    progress: Arc<dyn ProgressSink>,
 }
 
 impl JobStore {
-    /// A store under `state_dir` (the framework's per-user state dir).
+    /// A store under `state_dir` (the framework's per-user state dir), with reftool's naming
+    /// ([`RandomIds`]) and progress files ([`ProgressJson`]).
     pub fn new(state_dir: impl Into<PathBuf>) -> Self {
-        JobStore { state_dir: state_dir.into() }
+        JobStore {
+            state_dir: state_dir.into(),
+            naming: Arc::new(RandomIds),
+            progress: Arc::new(ProgressJson),
+        }
+    }
+
+    /// This store, keying and naming its jobs with `naming`.
+    pub fn named_by(mut self, naming: Arc<dyn JobNaming>) -> Self {
+        self.naming = naming;
+        self
+    }
+
+    /// This store, publishing its jobs' progress through `progress`.
+    pub fn publishing_to(mut self, progress: Arc<dyn ProgressSink>) -> Self {
+        self.progress = progress;
+        self
+    }
+
+    /// The progress reporter of work on `job`: it starts from what the job published and
+    /// publishes through this store's sink.
+    pub fn progress_reporter(&self, job: &JobView) -> ProgressReporter {
+        ProgressReporter::for_job(&job.dir, job.progress.clone(), Arc::clone(&self.progress))
     }
 
     /// The state directory.
@@ -625,7 +654,7 @@ impl JobStore {
         // The outcome file is what a waiter answers from: wake them now, not at the commit.
         super::doorbell::ring(&dir);
         self.set_ended(tx, id, outcome)?;
-        if outcome.status == JobStatus::Cancelled && !crate::mutants::cancel_keeps_checkpoint() {
+        if outcome.status == JobStatus::Cancelled {
             if let Ok(Some(record)) = read_json::<JobRecord>(&dir.join(JOB_FILE)) {
                 let _ = std::fs::remove_file(self.checkpoint_path(instance, &record.identity));
             }
@@ -661,8 +690,7 @@ impl JobStore {
             self.set_ended(tx, id, outcome)?;
             return Ok(view);
         }
-        let Some(outcome) = crate::mutants::watchdog_verdict(Self::verdict(&row, &view, id, now))
-        else {
+        let Some(outcome) = Self::verdict(&row, &view, id, now) else {
             return Ok(view);
         };
         let won = self.end_in(tx, instance, id, &outcome)?;
@@ -685,8 +713,7 @@ impl JobStore {
     /// (JOB_LOST, or CANCELLED when a cancel was pending), it is past its deadline (TIMEOUT),
     /// or its progress stopped for its idle timeout (STALLED).
     fn verdict(row: &Row, view: &JobView, id: &JobId, now: u64) -> Option<JobOutcome> {
-        let owner_alive =
-            row.owner.is_some_and(|o| o.is_alive()) || crate::mutants::dead_worker_looks_alive();
+        let owner_alive = row.owner.is_some_and(|o| o.is_alive());
         if row.status == JobStatus::Running && !owner_alive {
             Some(if row.cancel_requested {
                 JobOutcome::cancelled(id)
@@ -738,23 +765,20 @@ impl JobStore {
 
     fn create_or_attach_inner(&self, conn: &Connection, new: &NewJob) -> Result<Claim, JobError> {
         let instance = new.identity.instance.as_str();
-        let key = new.identity.key();
+        let key = self.naming.key(&new.identity);
         let now = now_ms();
         let tx = immediate(conn)?;
         // An invocation attaches only to a job of its own instance.
-        let attach_to = crate::mutants::attach_instance(&tx, instance, &key);
-        let attach_to = attach_to.as_str();
         let active: Option<String> = tx
             .query_row(
                 "SELECT job_id FROM reftool_jobs WHERE instance = ?1 AND identity = ?2
                    AND status IN ('running', 'paused')",
-                params![attach_to, key.as_str()],
+                params![instance, key.as_str()],
                 |r| r.get(0),
             )
             .optional()?;
         if let Some(active) = active {
             let id = JobId::parse(&active)?;
-            let instance = attach_to;
             let view = self.settle(&tx, instance, &id, now)?;
             match view.status {
                 JobStatus::Running => {
@@ -789,7 +813,7 @@ impl JobStore {
                 _ => {}
             }
         }
-        let id = JobId::generate()?;
+        let id = self.naming.new_id()?;
         let dir = self.job_dir(instance, &id);
         Self::ensure_dir(&self.instance_dir(instance))?;
         std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
@@ -945,18 +969,10 @@ impl JobStore {
         instance: &str,
         id: &JobId,
     ) -> Result<CancelOutcome, JobError> {
-        if crate::mutants::cancel_ignored() {
-            return Ok(CancelOutcome::Cancelled);
-        }
         let tx = immediate(conn)?;
         let view = self.settle(&tx, instance, id, now_ms())?;
         match view.status {
             JobStatus::Paused => {
-                self.end_in(&tx, instance, id, &JobOutcome::cancelled(id))?;
-                tx.commit()?;
-                Ok(CancelOutcome::Cancelled)
-            }
-            JobStatus::Running if crate::mutants::cancel_marks_only() => {
                 self.end_in(&tx, instance, id, &JobOutcome::cancelled(id))?;
                 tx.commit()?;
                 Ok(CancelOutcome::Cancelled)

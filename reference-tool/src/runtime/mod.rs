@@ -10,7 +10,6 @@
 //!
 //! | module | concern |
 //! |---|---|
-//! | [`budget`] | `--budget` > `AGENT_CALL_BUDGET_MS` > 30000 ms; the terminal rule; `meta.budget_ms` |
 //! | [`quote`] | POSIX quoting of an argv, so `sh -c "$line"` runs exactly it |
 //! | [`ids`] | job ids (`job_` + 32 hex, 128 random bits), strict validation, instance dir names |
 //! | [`identity`] | the identity key of an invocation; normalized args; derived idempotency keys |
@@ -25,6 +24,7 @@
 //! | [`stop`] | stop requests (budget, SIGTERM, cancel, lifetime), honoured at safe points |
 //! | [`incomplete`] | `data` and `error.message` of the INCOMPLETE response |
 //! | [`fsutil`], [`warning`] | atomic writes, clock; envelope-shaped warnings |
+//! | [`parts`] | what a tool chooses: job naming, the progress sink, the worker launcher |
 //!
 //! # State on disk
 //!
@@ -37,9 +37,10 @@
 //!
 //! # Wiring it into the framework
 //!
+//! The framework builds its job stores and starts its workers from the tool's [`Parts`].
+//!
 //! **Every interruptible command, front process.**
-//! 1. Validation phase: [`budget::resolve_budget`] (an `Err` is ARG_ERROR 2); keep its
-//!    `warnings`; `meta.budget_ms` = `meta_budget_ms` (absent when `None`).
+//! 1. Validation phase: the call budget (the framework's, `framework::budget`).
 //! 2. Open the state DB (busy timeout, WAL), run [`jobs::migrations`] once, and now and then
 //!    [`jobs::JobStore::cleanup_expired`]`(conn, `[`jobs::RETENTION_MS`]`)`.
 //! 3. A command reading stdin: [`jobs::JobStore::spool_stdin`] first (its digest is part of
@@ -55,7 +56,8 @@
 //!    [`jobs::DEFAULT_IDLE_TIMEOUT_MS`]), the spool. Then by [`jobs::Claim`]:
 //!    - `Attached`: behave exactly as `job wait <id>` with this call's budget.
 //!    - `Ended`: answer with the job's outcome (see "answering from a job" below).
-//!    - `Created`/`Resumed`, **`detach: true`**: [`worker::spawn_worker`]`(&view.dir, &cwd)`,
+//!    - `Created`/`Resumed`, **`detach: true`**: the [`worker::Launcher`]'s
+//!      `launch(&view.dir, &cwd)` ([`worker::spawn_worker`] in reftool),
 //!      [`jobs::JobStore::set_owner`] with [`process::ProcessIdentity::of`]`(child.id())`, then
 //!      [`wake::wait_for_job_interruptible`] with the budget's deadline (`None` when off) and
 //!      the SIGTERM flag. `Ended` → answer from the job; `Pending` → INCOMPLETE
@@ -106,7 +108,6 @@
 //! `tool` in the INCOMPLETE builders is [`incomplete::tool_prefix`]`(argv0, instance)`: pass
 //! the instance whenever a non-default one is in force, flag or environment.
 
-pub mod budget;
 pub mod checkpoint;
 pub mod context;
 pub mod doorbell;
@@ -115,6 +116,7 @@ pub mod identity;
 pub mod ids;
 pub mod incomplete;
 pub mod jobs;
+pub mod parts;
 pub mod process;
 pub mod progress;
 pub mod quote;
@@ -123,3 +125,5 @@ pub mod stop;
 pub mod wake;
 pub mod warning;
 pub mod worker;
+
+pub use parts::Parts;

@@ -5,7 +5,7 @@ use serde::Serialize;
 /// One warning, shaped like an envelope `warnings` entry (`{code, message, context?}`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RuntimeWarning {
-    /// Machine-readable code, e.g. `BUDGET_ENV_INVALID`, `CHECKPOINT_DISCARDED`.
+    /// Machine-readable code, e.g. `CHECKPOINT_DISCARDED`.
     pub code: &'static str,
     /// One sentence for a person.
     pub message: String,
@@ -14,7 +14,5 @@ pub struct RuntimeWarning {
     pub context: Option<serde_json::Value>,
 }
 
-/// `AGENT_CALL_BUDGET_MS` held something that is not a duration; the default budget applied.
-pub const BUDGET_ENV_INVALID: &str = "BUDGET_ENV_INVALID";
 /// A checkpoint was found but its input fingerprint no longer matches; the work starts over.
 pub const CHECKPOINT_DISCARDED: &str = "CHECKPOINT_DISCARDED";

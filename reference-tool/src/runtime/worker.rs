@@ -70,6 +70,29 @@ pub enum WorkerError {
     Io(#[from] io::Error),
 }
 
+/// How a job's worker starts: the process that runs the job in `job_dir`, in `cwd`, after its
+/// caller has gone. The caller records it as the job's owner and never waits on it.
+pub trait Launcher: Send + Sync {
+    /// Starts the worker of the job in `job_dir`.
+    fn launch(&self, job_dir: &Path, cwd: &Path) -> io::Result<Child>;
+}
+
+impl std::fmt::Debug for dyn Launcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Launcher")
+    }
+}
+
+/// reftool's launcher: this binary again ([`spawn_worker`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Reexec;
+
+impl Launcher for Reexec {
+    fn launch(&self, job_dir: &Path, cwd: &Path) -> io::Result<Child> {
+        spawn_worker(job_dir, cwd)
+    }
+}
+
 /// Spawns `<current exe> __worker <job_dir>` in `cwd`; see the module docs.
 pub fn spawn_worker(job_dir: &Path, cwd: &Path) -> io::Result<Child> {
     spawn_worker_command(&std::env::current_exe()?, &[], job_dir, cwd)
@@ -82,22 +105,34 @@ pub fn spawn_worker_command(
     job_dir: &Path,
     cwd: &Path,
 ) -> io::Result<Child> {
+    worker_command(exe, leading_args, job_dir, cwd)?.spawn()
+}
+
+/// The command [`spawn_worker_command`] runs: `exe`, `leading_args`, `__worker <job_dir>`, in
+/// `cwd`, stdin from the job's stdin spool (or `/dev/null`), stdout and stderr appended to the
+/// job's log.
+pub fn worker_command(
+    exe: &Path,
+    leading_args: &[OsString],
+    job_dir: &Path,
+    cwd: &Path,
+) -> io::Result<Command> {
     let stdin_path = job_dir.join(STDIN_FILE);
     let stdin =
         if stdin_path.exists() { Stdio::from(File::open(&stdin_path)?) } else { Stdio::null() };
     let log =
         OpenOptions::new().create(true).append(true).mode(0o600).open(job_dir.join(LOG_FILE))?;
     let log_err = log.try_clone()?;
-    let (stdout, stderr) = crate::mutants::worker_stdio(Stdio::from(log), Stdio::from(log_err));
-    Command::new(exe)
+    let mut command = Command::new(exe);
+    command
         .args(leading_args)
         .arg(WORKER_ARG)
         .arg(job_dir)
         .current_dir(cwd)
         .stdin(stdin)
-        .stdout(stdout)
-        .stderr(stderr)
-        .spawn()
+        .stdout(Stdio::from(log))
+        .stderr(Stdio::from(log_err));
+    Ok(command)
 }
 
 /// The job dir given after [`WORKER_ARG`] in an argv, if this process is a worker.
@@ -109,19 +144,22 @@ pub fn worker_job_dir(args: &[OsString]) -> Option<PathBuf> {
 /// Makes this process a session leader (a no-op when it already is one).
 pub fn become_session_leader() -> io::Result<()> {
     let me = nix::unistd::getpid();
-    if nix::unistd::getsid(None).map_err(io::Error::from)? != me
-        && !crate::mutants::worker_in_caller_group()
-    {
+    if nix::unistd::getsid(None).map_err(io::Error::from)? != me {
         nix::unistd::setsid().map_err(io::Error::from)?;
     }
     Ok(())
 }
 
-/// [`become_session_leader`], then closes every inherited descriptor above 2, so nothing of
-/// the caller's survives in the worker. Call it FIRST in `main` when [`worker_job_dir`] finds
-/// a worker invocation, before opening the state DB or any file (it would close those too).
+/// [`become_session_leader`], then [`close_inherited_descriptors`], so nothing of the
+/// caller's survives in the worker. Call it FIRST in `main` when [`worker_job_dir`] finds a
+/// worker invocation, before opening the state DB or any file (it would close those too).
 pub fn detach_self() -> io::Result<()> {
     become_session_leader()?;
+    close_inherited_descriptors()
+}
+
+/// Closes every descriptor above 2 this process inherited.
+pub fn close_inherited_descriptors() -> io::Result<()> {
     let fds: Vec<i32> = std::fs::read_dir("/proc/self/fd")?
         .flatten()
         .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse().ok()))
@@ -134,7 +172,8 @@ pub fn detach_self() -> io::Result<()> {
     Ok(())
 }
 
-/// Runs a job in this (worker) process; returns the exit code to leave with.
+/// Runs a job in this (worker) process; returns the exit code to leave with. The process has
+/// detached first ([`detach_self`]).
 ///
 /// `terminate` is the framework's SIGTERM flag, if it installs one.
 pub fn worker_main<F>(
@@ -147,8 +186,6 @@ pub fn worker_main<F>(
 where
     F: FnOnce(&mut JobContext<'_>) -> WorkEnd,
 {
-    // `main` already called `detach_self`; repeating the session part is harmless.
-    become_session_leader()?;
     let record: JobRecord = read_json(&job_dir.join(JOB_FILE))?
         .ok_or_else(|| WorkerError::NotAJob(job_dir.to_owned()))?;
     let expected = store.job_dir(&record.instance, &record.job_id);
@@ -186,7 +223,6 @@ where
         ),
     };
     store.finish(conn, &instance, &id, &outcome)?;
-    crate::mutants::after_worker_end(&outcome);
     // Whoever wrote the outcome first decides the exit code.
     let view = store.peek(conn, &instance, &id)?;
     Ok(view.outcome.map_or(outcome.exit_code, |o| o.exit_code))

@@ -18,12 +18,11 @@ mod hostile_input;
 mod hostile_state;
 mod idempotency;
 mod jobs;
+mod layers;
 mod long_lines;
 mod manifest;
 mod migrate;
 mod modes;
-#[cfg(feature = "mutants")]
-mod mutants;
 mod reliability;
 mod reliability_heavy;
 mod repeats;

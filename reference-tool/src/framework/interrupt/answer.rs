@@ -10,12 +10,12 @@ use std::time::{Duration, Instant};
 use rusqlite::Connection;
 use serde_json::{Value, json};
 
+use super::host::Host;
 use super::store::{Jobs, job_failure};
-use crate::framework::app::App;
-use crate::framework::context::{Failure, Invocation, Phase, Warning};
+use crate::framework::context::Invocation;
 use crate::framework::envelope::Response;
 use crate::framework::exit::Exit;
-use crate::framework::registry::CommandSpec;
+use crate::framework::failure::{Failure, Phase, Warning};
 use crate::framework::state::DEFAULT_INSTANCE;
 use crate::runtime::ids::JobId;
 use crate::runtime::incomplete::{self, IncompleteState};
@@ -80,7 +80,7 @@ pub(super) fn response_from_envelope(envelope: &Value, exit_code: u8) -> Respons
 
 /// How a caller learns about a job: the final answer, or INCOMPLETE.
 pub(super) struct Answering<'a> {
-    pub(super) app: &'a App,
+    pub(super) host: &'a Host<'a>,
     pub(super) tool: Vec<OsString>,
     /// `meta.budget_ms` of an INCOMPLETE answer (for its message).
     pub(super) budget_ms: Option<u64>,
@@ -116,8 +116,8 @@ impl Answering<'_> {
             )));
         };
         let resumable = self
-            .app
-            .registry()
+            .host
+            .registry
             .get(&view.record.command_path)
             .and_then(|s| s.interruption)
             .is_some_and(|i| i.resume);
@@ -144,7 +144,7 @@ impl Answering<'_> {
 
     fn incomplete(&self, view: &JobView, state: IncompleteState) -> Failure {
         let record = &view.record;
-        let spec = self.app.registry().get(&record.command_path);
+        let spec = self.host.registry.get(&record.command_path);
         let retryable = spec.and_then(|s| s.entry(Exit::INCOMPLETE)).is_none_or(|e| e.retryable);
         let writes = spec.is_some_and(|s| s.danger_level.writes());
         let data = match state {
@@ -165,7 +165,7 @@ impl Answering<'_> {
             "INCOMPLETE",
             incomplete::message(state, self.budget_ms, &view.progress),
         )
-        .retryable(crate::mutants::incomplete_retryable(writes, retryable))
+        .retryable(retryable)
         .with_data(data)
     }
 }
@@ -178,7 +178,7 @@ pub(super) fn wait_and_answer(
     id: &JobId,
     deadline: Option<Instant>,
 ) -> Result<Response, Failure> {
-    let sigterm = answering.app.sigterm_flag();
+    let sigterm = std::sync::Arc::clone(answering.host.sigterm);
     let store = jobs.store.clone();
     let view = if std::io::stderr().is_terminal() {
         wait_with_bar(&store, jobs.conn(), instance, id, deadline, &sigterm)?
@@ -199,7 +199,7 @@ pub(super) fn wait_and_answer(
     if sigterm.load(std::sync::atomic::Ordering::SeqCst) {
         // Handed off on SIGTERM, not at the budget: the message must not claim otherwise.
         let handed_off =
-            Answering { app: answering.app, tool: answering.tool.clone(), budget_ms: None };
+            Answering { host: answering.host, tool: answering.tool.clone(), budget_ms: None };
         return Ok(handed_off.answer(&view));
     }
     Ok(answering.answer(&view))
@@ -251,15 +251,6 @@ fn wait_with_bar(
             bar.abandon();
             return Ok(view);
         }
-    }
-}
-
-/// Fills `error.retryable` from the command's declared exit entry when the answer left it open.
-pub(super) fn fill_retryable(spec: &CommandSpec, response: &mut Response) {
-    if let Some(failure) = &mut response.error
-        && failure.retryable.is_none()
-    {
-        failure.retryable = spec.entry(failure.exit).map(|e| e.retryable);
     }
 }
 

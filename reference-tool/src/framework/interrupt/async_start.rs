@@ -4,37 +4,35 @@
 
 use serde_json::{Value, json};
 
-use super::Call;
 use super::answer::tool_prefix;
+use super::host::{Call, Host};
 use super::limits::{idle_timeout_ms, lifetime_ms};
 use super::store::{Jobs, io_failure, job_failure};
-use crate::framework::app::App;
-use crate::framework::context::Failure;
 use crate::framework::envelope::Response;
+use crate::framework::failure::Failure;
 use crate::framework::registry::CommandSpec;
 use crate::runtime::identity::{InvocationIdentity, normalize_args};
 use crate::runtime::jobs::{Claim, JobError, JobStatus, NewJob};
 use crate::runtime::process::ProcessIdentity;
-use crate::runtime::worker;
 
 /// The poll interval an async job descriptor suggests.
 pub const POLL_INTERVAL_MS: u64 = 500;
 
 /// Starts (or attaches to) the job of an async command; the job descriptor.
 pub(super) fn start_async(
-    app: &App,
+    host: &Host<'_>,
     spec: &CommandSpec,
     call: &Call<'_>,
 ) -> Result<Response, Failure> {
     let Call { invocation, state, .. } = call;
-    let mut jobs = Jobs::open(app, state)?;
+    let mut jobs = Jobs::open(host, state)?;
     let instance = state.instance.clone();
     let cwd = std::env::current_dir().map_err(|e| io_failure("no working directory", &e))?;
     let identity = InvocationIdentity {
         command_path: spec.path.clone(),
         args: normalize_args(invocation.argv.get(1..).unwrap_or_default()),
         cwd,
-        tool_version: app.version().to_owned(),
+        tool_version: host.version.to_owned(),
         stdin_digest: None,
         idempotency_key: invocation.idempotency_key.clone(),
         instance: instance.clone(),
@@ -51,7 +49,10 @@ pub(super) fn start_async(
     };
     let view = match jobs.store.clone().create_or_attach(jobs.conn(), new).map_err(job_failure)? {
         Claim::Created(view) | Claim::Resumed(view) => {
-            let child = worker::spawn_worker(&view.dir, &view.record.cwd_path())
+            let child = host
+                .parts
+                .launcher
+                .launch(&view.dir, &view.record.cwd_path())
                 .map_err(|e| io_failure("failed to start the worker", &e))?;
             if let Some(worker) = ProcessIdentity::of(child.id()) {
                 match jobs.store.clone().set_owner(
@@ -92,5 +93,5 @@ pub(super) fn start_async(
         "poll_interval_ms": POLL_INTERVAL_MS,
         "timeout_ms": lifetime_ms,
     });
-    Ok(Response::success(crate::mutants::async_descriptor(descriptor)))
+    Ok(Response::success(descriptor))
 }

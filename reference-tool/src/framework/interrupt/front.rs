@@ -18,16 +18,16 @@
 
 use serde_json::{Value, json};
 
-use super::Call;
 use super::answer::{Answering, tool_prefix, wait_and_answer};
+use super::host::{Call, Host};
 use super::inline::{InlineRun, run_inline};
 use super::limits::{Deadlines, idle_timeout_ms, lifetime_ms, max_stdin_bytes};
 use super::store::{Jobs, io_failure, job_failure};
 use super::sweep::sweep_stale_checkpoint_temps;
-use crate::framework::app::App;
-use crate::framework::context::{Args, Failure, Invocation, Phase};
+use crate::framework::context::{Args, Invocation};
 use crate::framework::envelope::Response;
 use crate::framework::exit::Exit;
+use crate::framework::failure::{Failure, Phase};
 use crate::framework::registry::CommandSpec;
 use crate::runtime::checkpoint::SavedCheckpoint;
 use crate::runtime::fsutil::read_json;
@@ -37,43 +37,42 @@ use crate::runtime::jobs::{
     self, Claim, JobError, JobOutcome, JobStatus, JobStore, JobView, NewJob, Spool,
 };
 use crate::runtime::process::ProcessIdentity;
-use crate::runtime::progress::ProgressReporter;
 use crate::runtime::spool::{SpoolError, SpoolLimits};
 use crate::runtime::wake;
-use crate::runtime::worker;
 
 /// The call of an interruptible command.
-pub(super) fn front(app: &App, spec: &CommandSpec, call: Call<'_>) -> Result<Response, Failure> {
+pub(super) fn front(
+    host: &Host<'_>,
+    spec: &CommandSpec,
+    call: Call<'_>,
+) -> Result<Response, Failure> {
     let Call { args, invocation, state, budget, idempotency } = call;
     let interruption = spec.interruption.ok_or_else(|| Failure::internal("not interruptible"))?;
     let budget_deadline = budget.and_then(|b| b.budget).map(|b| invocation.started + b);
     let idle_ms = idle_timeout_ms(spec)?;
-    let mut jobs = Jobs::open(app, &state)?;
+    let mut jobs = Jobs::open(host, &state)?;
     let instance = state.instance.clone();
     let spool = if reads_stdin(spec, &args) {
         let timeout = invocation.timeout.map(|t| invocation.started + t);
         let deadlines = Deadlines { budget: budget_deadline, timeout };
-        Some(spool_stdin(app, &jobs, &instance, deadlines, budget.and_then(|b| b.meta_budget_ms))?)
+        Some(spool_stdin(host, &jobs, &instance, deadlines, budget.and_then(|b| b.meta_budget_ms))?)
     } else {
         None
     };
     let stdin_digest = spool.as_ref().map(|s| s.digest.clone());
-    let identity = identity(app, spec, &invocation, &instance, interruption.detach, stdin_digest)?;
+    let identity = identity(host, spec, &invocation, &instance, stdin_digest)?;
     let owner = ProcessIdentity::current().map_err(|e| io_failure("no process identity", &e))?;
     let new = NewJob {
         identity,
         argv: invocation.argv.clone(),
         owner,
-        lifetime_ms: crate::mutants::job_lifetime_ms(
-            lifetime_ms(&invocation),
-            crate::framework::app::default_timeout_ms(spec),
-        ),
+        lifetime_ms: lifetime_ms(&invocation),
         idle_timeout_ms: idle_ms,
         stdin_spool: spool.map(|s| s.path),
         extra: Value::Null,
     };
     let answering = Answering {
-        app,
+        host,
         tool: tool_prefix(&invocation, &instance),
         budget_ms: budget.and_then(|b| b.meta_budget_ms),
     };
@@ -91,12 +90,6 @@ pub(super) fn front(app: &App, spec: &CommandSpec, call: Call<'_>) -> Result<Res
         }
         Claim::Ended(view) => return Ok(answering.answer(&view)),
         Claim::Created(view) => {
-            crate::mutants::stale_cancel_on_birth(
-                &jobs.store.clone(),
-                jobs.conn(),
-                &instance,
-                &view,
-            );
             // Retention is enforced whenever a job is born, not only when someone asks about
             // jobs: an agent that never runs a `job` command leaves no pile behind.
             let _ = jobs.store.clone().cleanup_expired(jobs.conn(), jobs::RETENTION_MS);
@@ -107,15 +100,13 @@ pub(super) fn front(app: &App, spec: &CommandSpec, call: Call<'_>) -> Result<Res
     sweep_stale_checkpoint_temps(&jobs.store, &view);
     if interruption.detach {
         if interruption.resume {
-            crate::mutants::new_detached_job_drops_checkpoint(&jobs.store, &view);
             seed_progress(spec, &args, &jobs.store, &view);
         }
-        let id = hand_off(&mut jobs, &instance, &view)?;
-        let answer = wait_and_answer(&mut jobs, &answering, &instance, &id, budget_deadline);
-        return answer.map(|r| crate::mutants::hand_off_answer(r, state.ensure_dir().ok(), &id));
+        let id = hand_off(host, &mut jobs, &instance, &view)?;
+        return wait_and_answer(&mut jobs, &answering, &instance, &id, budget_deadline);
     }
     run_inline(
-        app,
+        host,
         spec,
         InlineRun { args, invocation, state, budget_deadline, idempotency },
         &mut jobs,
@@ -132,13 +123,13 @@ fn reads_stdin(spec: &CommandSpec, args: &Args) -> bool {
 
 /// Copies stdin into a spool, within the cap and before the first of `deadlines`.
 fn spool_stdin(
-    app: &App,
+    host: &Host<'_>,
     jobs: &Jobs,
     instance: &str,
     deadlines: Deadlines,
     budget_ms: Option<u64>,
 ) -> Result<Spool, Failure> {
-    let sigterm = app.sigterm_flag();
+    let sigterm = std::sync::Arc::clone(host.sigterm);
     let limits = SpoolLimits {
         max_bytes: max_stdin_bytes()?,
         deadline: deadlines.first(),
@@ -205,11 +196,10 @@ fn spool_failure(error: SpoolError, deadlines: Deadlines, budget_ms: Option<u64>
 /// The identity of an interruptible command's invocation; a writer's carries its effective
 /// idempotency key (given or derived).
 fn identity(
-    app: &App,
+    host: &Host<'_>,
     spec: &CommandSpec,
     invocation: &Invocation,
     instance: &str,
-    detaches: bool,
     stdin_digest: Option<String>,
 ) -> Result<InvocationIdentity, Failure> {
     let cwd = std::env::current_dir().map_err(|e| io_failure("no working directory", &e))?;
@@ -217,7 +207,7 @@ fn identity(
         command_path: spec.path.clone(),
         args: normalize_args(invocation.argv.get(1..).unwrap_or_default()),
         cwd,
-        tool_version: crate::mutants::identity_version(app.version(), detaches),
+        tool_version: host.version.to_owned(),
         stdin_digest,
         idempotency_key: invocation.idempotency_key.clone(),
         instance: instance.to_owned(),
@@ -227,9 +217,14 @@ fn identity(
 
 /// Starts the job's worker and records it as the job's owner; the job's id. A worker that
 /// cannot start ends the job as JOB_LOST.
-fn hand_off(jobs: &mut Jobs, instance: &str, view: &JobView) -> Result<JobId, Failure> {
+fn hand_off(
+    host: &Host<'_>,
+    jobs: &mut Jobs,
+    instance: &str,
+    view: &JobView,
+) -> Result<JobId, Failure> {
     let id = view.record.job_id.clone();
-    let child = match worker::spawn_worker(&view.dir, &view.record.cwd_path()) {
+    let child = match host.parts.launcher.launch(&view.dir, &view.record.cwd_path()) {
         Ok(child) => child,
         Err(e) => {
             let outcome = JobOutcome::failed(
@@ -267,9 +262,7 @@ fn seed_progress(spec: &CommandSpec, args: &Args, store: &JobStore, view: &JobVi
     let saved: Option<SavedCheckpoint> = read_json(&path).ok().flatten();
     let Some(saved) = saved.filter(|s| s.fingerprint == fingerprint) else { return };
     if saved.done > view.progress.done {
-        let mut reporter = ProgressReporter::new(Some(view.dir.clone()))
-            .with_floor(view.progress.clone())
-            .strict(false);
+        let mut reporter = store.progress_reporter(view).strict(false);
         let _ = reporter.report(saved.done, view.progress.total, view.progress.unit.as_deref());
         let _ = reporter.flush();
     }

@@ -8,12 +8,14 @@
 use std::panic::AssertUnwindSafe;
 use std::time::Instant;
 
-use super::answer::{Answering, fill_retryable};
+use super::answer::Answering;
+use super::host::Host;
 use super::store::{Jobs, job_failure};
-use crate::framework::app::{App, IdempotencyRecord, args_digest, respond};
-use crate::framework::context::{Args, Ctx, Failure, Invocation};
+use crate::framework::context::{Args, Ctx, Invocation};
 use crate::framework::envelope::Response;
+use crate::framework::failure::Failure;
 use crate::framework::registry::CommandSpec;
+use crate::framework::respond::{IdempotencyRecord, args_digest, fill_retryable, respond};
 use crate::framework::state::{StateConfig, StateDb};
 use crate::framework::stop::StopToken;
 use crate::runtime::context::JobContext;
@@ -31,7 +33,7 @@ pub(super) struct InlineRun {
 
 /// A resume-only command: the work runs in this process, stopping at a checkpoint.
 pub(super) fn run_inline(
-    app: &App,
+    host: &Host<'_>,
     spec: &CommandSpec,
     run: InlineRun,
     jobs: &mut Jobs,
@@ -47,12 +49,11 @@ pub(super) fn run_inline(
     let digest = args_digest(&spec.path, &args);
     let store = jobs.store.clone();
     let conn = jobs.conn();
-    let stop =
-        JobContext::standard_stop(&store, conn, &view, Some(app.sigterm_flag()), budget_deadline);
-    let stop = crate::mutants::call_lifetime(stop, &invocation);
+    let sigterm = std::sync::Arc::clone(host.sigterm);
+    let stop = JobContext::standard_stop(&store, conn, &view, Some(sigterm), budget_deadline);
     let mut job = JobContext::new(&store, view, stop);
     let mut ctx = Ctx::new(args, invocation, state, StopToken::new());
-    ctx.set_state_migrations(app.state_migrations().to_vec());
+    ctx.set_state_migrations(host.migrations.to_vec());
     let result = std::panic::catch_unwind(AssertUnwindSafe(|| work(&mut ctx, &mut job)))
         .unwrap_or_else(|_| Err(Failure::internal("internal error: the command panicked")));
     let _ = job.flush_progress();
@@ -89,8 +90,11 @@ pub(super) fn run_inline(
             let view = store.get(conn, &instance, &id).map_err(job_failure)?;
             let mut response = if reason == StopReason::Terminated {
                 // Paused on SIGTERM, not at the budget: the message must not claim otherwise.
-                let paused =
-                    Answering { app: answering.app, tool: answering.tool.clone(), budget_ms: None };
+                let paused = Answering {
+                    host: answering.host,
+                    tool: answering.tool.clone(),
+                    budget_ms: None,
+                };
                 paused.answer(&view)
             } else {
                 answering.answer(&view)

@@ -13,18 +13,17 @@
 
 use std::time::{Duration, Instant};
 
-use rusqlite::Connection;
 use serde_json::json;
 
-use super::Call;
 use super::answer::{Answering, tool_prefix, wait_and_answer};
+use super::host::{Call, Host};
 use super::store::{Jobs, job_failure};
 use super::sweep::sweep_ended;
-use crate::framework::app::App;
-use crate::framework::context::{Args, Failure};
+use crate::framework::context::Args;
 use crate::framework::envelope::Response;
+use crate::framework::failure::Failure;
 use crate::runtime::ids::JobId;
-use crate::runtime::jobs::{CancelOutcome, JobError, JobStatus, JobStore};
+use crate::runtime::jobs::{CancelOutcome, JobError, JobStatus};
 use crate::runtime::wake::{self, WaitOutcome};
 
 /// How long `job cancel` waits for the worker to acknowledge before answering `cancelling`.
@@ -37,12 +36,11 @@ fn job_id_arg(args: &Args) -> Result<JobId, Failure> {
 }
 
 /// `job wait ID`: holds the caller up to its budget (or an explicit `--timeout`).
-pub(super) fn job_wait(app: &App, call: &Call<'_>) -> Result<Response, Failure> {
+pub(super) fn job_wait(host: &Host<'_>, call: &Call<'_>) -> Result<Response, Failure> {
     let id = job_id_arg(&call.args)?;
-    let mut jobs = Jobs::open(app, &call.state)?;
+    let mut jobs = Jobs::open(host, &call.state)?;
     let store = jobs.store.clone();
     sweep_ended(&store, jobs.conn());
-    crate::mutants::async_job_wait(app, &store, jobs.conn(), &call.state.instance, &id)?;
     let budget_deadline = call.budget.and_then(|b| b.budget).map(|b| call.invocation.started + b);
     let timeout_deadline = call
         .invocation
@@ -53,43 +51,40 @@ pub(super) fn job_wait(app: &App, call: &Call<'_>) -> Result<Response, Failure> 
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     };
-    let deadline = crate::mutants::job_wait_deadline(deadline);
     let answering = Answering {
-        app,
+        host,
         tool: tool_prefix(&call.invocation, &call.state.instance),
         budget_ms: call.budget.and_then(|b| b.meta_budget_ms),
     };
-    let answer = wait_and_answer(&mut jobs, &answering, &call.state.instance, &id, deadline);
-    answer.map(|r| crate::mutants::job_wait_answer(r, call.state.ensure_dir().ok(), &id))
+    wait_and_answer(&mut jobs, &answering, &call.state.instance, &id, deadline)
 }
 
 /// `job status ID`: the job as it stands, never waiting.
-pub(super) fn job_status(app: &App, call: &Call<'_>) -> Result<Response, Failure> {
+pub(super) fn job_status(host: &Host<'_>, call: &Call<'_>) -> Result<Response, Failure> {
     let id = job_id_arg(&call.args)?;
-    let mut jobs = Jobs::open(app, &call.state)?;
+    let mut jobs = Jobs::open(host, &call.state)?;
     let store = jobs.store.clone();
     sweep_ended(&store, jobs.conn());
     let view = store.get(jobs.conn(), &call.state.instance, &id).map_err(job_failure)?;
     let answering = Answering {
-        app,
+        host,
         tool: tool_prefix(&call.invocation, &call.state.instance),
         budget_ms: Some(0),
     };
-    let mut response = crate::mutants::job_status_answer(app, &view, answering.answer(&view));
+    let mut response = answering.answer(&view);
     // It never waits: the budget in force for this call is none.
     response.meta.insert("budget_ms".into(), json!(0));
     Ok(response)
 }
 
 /// `job cancel ID`: asks the job to stop and waits briefly for the acknowledgement.
-pub(super) fn job_cancel(app: &App, call: &Call<'_>) -> Result<Response, Failure> {
+pub(super) fn job_cancel(host: &Host<'_>, call: &Call<'_>) -> Result<Response, Failure> {
     let id = job_id_arg(&call.args)?;
-    let mut jobs = Jobs::open(app, &call.state)?;
+    let mut jobs = Jobs::open(host, &call.state)?;
     let store = jobs.store.clone();
-    let instance = crate::mutants::cancel_instance(jobs.conn(), &id, &call.state.instance);
-    let instance = instance.as_str();
+    let instance = call.state.instance.as_str();
     sweep_ended(&store, jobs.conn());
-    let state = match request_cancel(&store, jobs.conn(), instance, &id).map_err(job_failure)? {
+    let state = match store.request_cancel(jobs.conn(), instance, &id).map_err(job_failure)? {
         CancelOutcome::Cancelled => "cancelled",
         CancelOutcome::Cancelling => {
             let deadline = Some(Instant::now() + CANCEL_ACK_WAIT);
@@ -106,17 +101,4 @@ pub(super) fn job_cancel(app: &App, call: &Call<'_>) -> Result<Response, Failure
         "job_id": id.as_str(),
         "state": state,
     })))
-}
-
-/// Asks job `id` to stop at its next safe point; a job that already ended refuses
-/// (`JobEnded`) and nothing changes.
-fn request_cancel(
-    store: &JobStore,
-    conn: &Connection,
-    instance: &str,
-    id: &JobId,
-) -> Result<CancelOutcome, JobError> {
-    let requested = store.request_cancel(conn, instance, id);
-    crate::mutants::after_cancel_request(store, conn, instance, id, &requested);
-    requested
 }

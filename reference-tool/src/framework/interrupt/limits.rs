@@ -7,9 +7,10 @@
 
 use std::time::Instant;
 
-use crate::framework::context::{Failure, Invocation};
+use crate::duration::millis;
+use crate::framework::context::Invocation;
+use crate::framework::failure::Failure;
 use crate::framework::registry::CommandSpec;
-use crate::runtime::budget::millis;
 use crate::runtime::jobs;
 pub use crate::runtime::spool::MAX_STDIN_ENV;
 

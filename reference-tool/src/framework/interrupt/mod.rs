@@ -5,7 +5,6 @@
 //! every command declaring `interruption`, every `async` command, and the `job` built-ins;
 //! `dispatch` sends each to its part:
 //!
-//! - `budget`: the call budget, resolved before dispatch and stamped on every answer;
 //! - `front`: an interruptible command's call, which claims the job of its invocation and
 //!   waits on it, hands it to a detached worker, or runs it `inline` up to a checkpoint;
 //! - `async_start`: an `async` command, which answers a job descriptor at once;
@@ -14,11 +13,14 @@
 //! - `answer`: how any of them answers from a job (final response or INCOMPLETE);
 //! - `limits`, `store`, `sweep`: a job's limits, the call's job store and its errors,
 //!   and the leftovers of killed processes.
+//!
+//! The call budget is resolved before dispatch ([`super::budget`]). What the runtime needs of
+//! the tool comes in a `Host` (`host.rs`), never the whole application.
 
 mod answer;
 mod async_start;
-mod budget;
 mod front;
+mod host;
 mod inline;
 mod job_builtins;
 mod limits;
@@ -27,17 +29,16 @@ mod sweep;
 mod worker;
 
 pub use async_start::POLL_INTERVAL_MS;
-pub use budget::{resolve_call_budget, stamp_budget};
 pub use job_builtins::CANCEL_ACK_WAIT;
 pub use limits::IDLE_TIMEOUT_ENV;
 pub(crate) use worker::run_worker;
 
-use super::app::App;
-use super::context::{Args, Failure, Invocation};
+pub(crate) use host::{Call, Host};
+
 use super::envelope::Response;
+use super::failure::Failure;
 use super::registry::CommandSpec;
-use super::state::{Migration, StateConfig, StateDb};
-use crate::runtime::budget::ResolvedBudget;
+use super::state::Migration;
 use crate::runtime::jobs;
 
 /// Whether stage 6 takes this command over.
@@ -45,30 +46,20 @@ pub fn handles(spec: &CommandSpec) -> bool {
     spec.interruption.is_some() || spec.is_async || spec.path.starts_with("job.")
 }
 
-/// What dispatch hands over after validation and the idempotency check.
-pub(crate) struct Call<'a> {
-    pub(crate) args: Args,
-    pub(crate) invocation: Invocation,
-    pub(crate) state: StateConfig,
-    pub(crate) budget: Option<&'a ResolvedBudget>,
-    /// The state DB, opened by stage 5 when a writer gave an idempotency key.
-    pub(crate) idempotency: Option<StateDb>,
-}
-
 /// Stage 6 for a command [`handles`] accepts.
-pub(crate) fn dispatch(app: &App, spec: &CommandSpec, call: Call<'_>) -> Response {
+pub(crate) fn dispatch(host: &Host<'_>, spec: &CommandSpec, call: Call<'_>) -> Response {
     let result = match spec.path.as_str() {
-        "job.wait" => job_builtins::job_wait(app, &call),
-        "job.status" if crate::mutants::job_status_waits() => job_builtins::job_wait(app, &call),
-        "job.status" => job_builtins::job_status(app, &call),
-        "job.cancel" => job_builtins::job_cancel(app, &call),
-        _ if spec.is_async => async_start::start_async(app, spec, &call),
-        _ => front::front(app, spec, call),
+        "job.wait" => job_builtins::job_wait(host, &call),
+        "job.status" => job_builtins::job_status(host, &call),
+        "job.cancel" => job_builtins::job_cancel(host, &call),
+        _ if spec.is_async => async_start::start_async(host, spec, &call),
+        _ => front::front(host, spec, call),
     };
     result.unwrap_or_else(Response::failure)
 }
 
-/// The runtime's migrations, in the framework's form, for [`App::add_state_migrations`].
+/// The runtime's migrations, in the framework's form, for
+/// [`super::App::add_state_migrations`].
 pub fn runtime_migrations() -> Vec<Migration> {
     jobs::migrations().iter().map(|m| Migration { id: m.name, sql: m.sql }).collect()
 }

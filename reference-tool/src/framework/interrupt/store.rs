@@ -4,9 +4,9 @@
 use rusqlite::Connection;
 use serde_json::json;
 
-use crate::framework::app::App;
-use crate::framework::context::Failure;
+use super::host::Host;
 use crate::framework::exit::Exit;
+use crate::framework::failure::Failure;
 use crate::framework::state::{StateConfig, StateDb};
 use crate::runtime::jobs::{JobError, JobStore};
 
@@ -17,10 +17,10 @@ pub(super) struct Jobs {
 }
 
 impl Jobs {
-    pub(super) fn open(app: &App, state: &StateConfig) -> Result<Jobs, Failure> {
-        let db = StateDb::open(state, app.state_migrations())?;
+    pub(super) fn open(host: &Host<'_>, state: &StateConfig) -> Result<Jobs, Failure> {
+        let db = StateDb::open(state, host.migrations)?;
         let dir = state.ensure_dir()?;
-        Ok(Jobs { store: JobStore::new(dir), db })
+        Ok(Jobs { store: host.parts.job_store(dir), db })
     }
 
     pub(super) fn conn(&mut self) -> &Connection {

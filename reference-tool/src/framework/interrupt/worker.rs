@@ -9,24 +9,27 @@ use std::path::Path;
 
 use rusqlite::Connection;
 
-use super::answer::fill_retryable;
-use crate::framework::app::{App, IdempotencyRecord, Prepared, args_digest, respond};
-use crate::framework::context::{Ctx, Failure};
+use super::host::Host;
+use crate::framework::cli;
+use crate::framework::context::Ctx;
 use crate::framework::envelope::Response;
 use crate::framework::exit::Exit;
+use crate::framework::failure::Failure;
+use crate::framework::prepare::{Prepared, prepare_argv};
+use crate::framework::respond::{IdempotencyRecord, args_digest, fill_retryable, respond};
 use crate::framework::state::{StateConfig, StateDb, StateError};
 use crate::framework::stop::StopToken;
 use crate::runtime::context::JobContext;
 use crate::runtime::fsutil::read_json;
-use crate::runtime::jobs::{JOB_FILE, JobRecord, JobStore};
+use crate::runtime::jobs::{JOB_FILE, JobRecord};
 use crate::runtime::worker::{self, WorkEnd};
 
 /// `reftool __worker <job dir>`: runs a job's work and records its outcome; the exit status.
-pub(crate) fn run_worker(app: &App, argv: &[OsString]) -> u8 {
+pub(crate) fn run_worker(host: &Host<'_>, argv: &[OsString]) -> u8 {
     let Some(dir) = worker::worker_job_dir(argv) else {
         return Exit::ARG_ERROR.code();
     };
-    match worker_inner(app, &dir) {
+    match worker_inner(host, &dir) {
         Ok(code) => code,
         Err(message) => {
             use std::io::Write;
@@ -36,15 +39,14 @@ pub(crate) fn run_worker(app: &App, argv: &[OsString]) -> u8 {
     }
 }
 
-fn worker_inner(app: &App, dir: &Path) -> Result<u8, String> {
+fn worker_inner(host: &Host<'_>, dir: &Path) -> Result<u8, String> {
     let record: JobRecord = read_json(&dir.join(JOB_FILE))
         .map_err(|e| e.to_string())?
         .ok_or_else(|| format!("{} is not a job directory", dir.display()))?;
     let state = StateConfig::from_env(record.instance.clone()).map_err(|f| f.message)?;
-    let mut db =
-        StateDb::open(&state, app.state_migrations()).map_err(|e: StateError| e.to_string())?;
-    let store = JobStore::new(state.ensure_dir().map_err(|e| e.to_string())?);
-    let sigterm = app.sigterm_flag();
+    let mut db = StateDb::open(&state, host.migrations).map_err(|e: StateError| e.to_string())?;
+    let store = host.parts.job_store(state.ensure_dir().map_err(|e| e.to_string())?);
+    let sigterm = std::sync::Arc::clone(host.sigterm);
     {
         use std::io::Write;
         let _ = writeln!(
@@ -56,18 +58,19 @@ fn worker_inner(app: &App, dir: &Path) -> Result<u8, String> {
         );
     }
     let conn: &Connection = db.conn();
-    worker::worker_main(&store, conn, dir, Some(sigterm), |job| worker_work(app, job))
+    worker::worker_main(&store, conn, dir, Some(sigterm), |job| worker_work(host, job))
         .map_err(|e| e.to_string())
 }
 
 /// The job's work in the worker: the same function the front of a resume command runs.
-fn worker_work(app: &App, job: &mut JobContext<'_>) -> WorkEnd {
+fn worker_work(host: &Host<'_>, job: &mut JobContext<'_>) -> WorkEnd {
     let argv = job.job().record.argv_os();
     let finished = |response: Response| WorkEnd::Finished {
         exit_code: response.exit.code(),
         response: response.to_json(),
     };
-    let prepared = match app.prepare_for_worker(argv) {
+    let command = cli::build(host.registry, host.name, host.version, host.about);
+    let prepared = match prepare_argv(host.registry, command, argv) {
         Ok(prepared) => prepared,
         Err(failure) => return finished(Response::failure(*failure)),
     };
@@ -81,7 +84,7 @@ fn worker_work(app: &App, job: &mut JobContext<'_>) -> WorkEnd {
     let digest = args_digest(&spec.path, &args);
     let instance = state.instance.clone();
     let mut ctx = Ctx::new(args, invocation, state.clone(), StopToken::new());
-    ctx.set_state_migrations(app.state_migrations().to_vec());
+    ctx.set_state_migrations(host.migrations.to_vec());
     let result = std::panic::catch_unwind(AssertUnwindSafe(|| work(&mut ctx, job)))
         .unwrap_or_else(|_| Err(Failure::internal("internal error: the command panicked")));
     if let Err(failure) = &result
@@ -90,7 +93,7 @@ fn worker_work(app: &App, job: &mut JobContext<'_>) -> WorkEnd {
         return WorkEnd::Stopped(reason);
     }
     let mut idempotency = match (&key, spec.danger_level.writes()) {
-        (Some(_), true) => StateDb::open(&state, app.state_migrations()).ok(),
+        (Some(_), true) => StateDb::open(&state, host.migrations).ok(),
         _ => None,
     };
     let record = idempotency.as_mut().zip(key.as_deref()).map(|(db, key)| IdempotencyRecord {
