@@ -18,6 +18,7 @@
 #![doc = include_str!("../docs/templates.md")]
 #![doc = include_str!("../docs/checks.md")]
 #![doc = include_str!("../docs/redaction.md")]
+#![doc = include_str!("../docs/hostile.md")]
 
 pub mod baseline;
 pub mod calibrate;
@@ -28,6 +29,7 @@ pub mod embedded;
 pub mod event;
 pub mod exec;
 pub mod exit;
+pub mod inert;
 pub mod init;
 pub mod interrupt;
 pub mod levels;

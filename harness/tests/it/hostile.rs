@@ -766,3 +766,57 @@ esac
         "{notes:?}"
     );
 }
+
+/// The lines of `text` holding a character a terminal acts on: a C0 control other than a
+/// newline or a tab, DEL, or a C1 control.
+fn raw_controls(text: &[u8]) -> Vec<String> {
+    String::from_utf8_lossy(text)
+        .lines()
+        .filter(|l| {
+            l.chars()
+                .any(|c| matches!(c, '\u{0}'..='\u{8}' | '\u{b}'..='\u{1f}' | '\u{7f}'..='\u{9f}'))
+        })
+        .map(|l| format!("{l:?}"))
+        .collect()
+}
+
+/// A tool writing escape sequences on stdout, on stderr and in its commands' names
+/// (`escapes.sh`): conform's human report, its progress and messages on stderr, the JUnit
+/// report, the Markdown summary and `conform init`'s draft show every one of them as a visible
+/// escape (`\e]0;PWNED…`), never as the sequence itself.
+#[test]
+fn a_tools_escape_sequences_reach_no_terminal_and_no_text_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let (junit, markdown) = (dir.path().join("junit.xml"), dir.path().join("summary.md"));
+    let out = crate::support::conform()
+        .env("TMPDIR", dir.path())
+        .env_remove("NO_COLOR")
+        .arg("run")
+        .arg(fixture("escapes.sh"))
+        .arg("--junit")
+        .arg(&junit)
+        .arg("--summary-md")
+        .arg(&markdown)
+        .output()
+        .unwrap();
+    assert_eq!(crate::support::code(&out), 80, "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    // The evidence is there, made visible: the title sequence of stdout, stderr and a name.
+    for shown in [r"\e]0;PWNED-STDOUT\x07", r"\e]0;PWNED-STDERR\x07", r"\e]0;PWNED-NAME\x07"] {
+        assert!(stdout.contains(shown), "`{shown}` not in the report:\n{stdout}");
+    }
+    let junit = std::fs::read(&junit).unwrap();
+    assert!(String::from_utf8_lossy(&junit).contains(r"\e]0;PWNED-STDOUT\x07"));
+    let init = crate::support::conform().arg("init").arg(fixture("escapes.sh")).output().unwrap();
+    assert_eq!(crate::support::code(&init), 0, "{}", String::from_utf8_lossy(&init.stderr));
+    for (what, bytes) in [
+        ("stdout", out.stdout.clone()),
+        ("stderr", out.stderr.clone()),
+        ("the JUnit report", junit),
+        ("the Markdown summary", std::fs::read(&markdown).unwrap()),
+        ("conform init's draft", init.stdout),
+    ] {
+        let raw = raw_controls(&bytes);
+        assert!(raw.is_empty(), "{what} holds raw control characters:\n{}", raw.join("\n"));
+    }
+}

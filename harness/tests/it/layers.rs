@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 /// the summary, never the engine.
 const LAYERS: &[&str] = &[
     // foundations
+    "inert",
     "exec",
     "pace",
     "embedded",
