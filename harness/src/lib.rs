@@ -31,6 +31,7 @@ pub mod exec;
 pub mod exit;
 pub mod inert;
 pub mod init;
+pub mod input;
 pub mod interrupt;
 pub mod levels;
 pub mod observe;

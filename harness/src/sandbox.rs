@@ -142,6 +142,14 @@ pub enum SandboxError {
         /// The bound it passed.
         limit: CopyLimit,
     },
+    /// A fixture conform will not copy: no regular file or directory, or nested too deep.
+    #[error("{} cannot be a fixture: {why}", path.display())]
+    Unfit {
+        /// The file.
+        path: PathBuf,
+        /// Why not.
+        why: String,
+    },
     /// The process driver failed (not the command it ran).
     #[error(transparent)]
     Exec(#[from] exec::ExecError),
@@ -512,15 +520,43 @@ fn copy_file_new(source: &Path, dest: &Path) -> Result<(), SandboxError> {
     Ok(())
 }
 
+/// How deep a fixture directory is copied at most: deeper is a link that leads back up.
+const FIXTURE_DEPTH: usize = 64;
+
+/// Copies a fixture: a regular file, or a directory of them (links the profile's files hold
+/// are followed, as the vendor named them). A FIFO, a device or a socket is refused, since
+/// copying one would block or never end (`/dev/zero`), and so is a tree deeper than
+/// [`FIXTURE_DEPTH`] (a link to a directory above).
 fn copy_recursively(source: &Path, target: &Path) -> Result<(), SandboxError> {
+    copy_fixture(source, target, 0)
+}
+
+fn copy_fixture(source: &Path, target: &Path, depth: usize) -> Result<(), SandboxError> {
     let meta = fs::metadata(source).map_err(io_error(format!("read {}", source.display())))?;
+    if depth > FIXTURE_DEPTH {
+        return Err(SandboxError::Unfit {
+            path: source.to_owned(),
+            why: format!(
+                "nested deeper than {FIXTURE_DEPTH} directories (a link leading back up?)"
+            ),
+        });
+    }
+    if !meta.is_dir() && !meta.is_file() {
+        return Err(SandboxError::Unfit {
+            path: source.to_owned(),
+            why: format!(
+                "a {}, not a regular file or a directory",
+                crate::input::kind_of(meta.file_type())
+            ),
+        });
+    }
     if meta.is_dir() {
         fs::create_dir_all(target).map_err(io_error(format!("create {}", target.display())))?;
         let entries =
             fs::read_dir(source).map_err(io_error(format!("list {}", source.display())))?;
         for entry in entries {
             let entry = entry.map_err(io_error(format!("list {}", source.display())))?;
-            copy_recursively(&entry.path(), &target.join(entry.file_name()))?;
+            copy_fixture(&entry.path(), &target.join(entry.file_name()), depth + 1)?;
         }
     } else {
         if let Some(parent) = target.parent() {

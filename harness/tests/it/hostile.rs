@@ -820,3 +820,88 @@ fn a_tools_escape_sequences_reach_no_terminal_and_no_text_report() {
         assert!(raw.is_empty(), "{what} holds raw control characters:\n{}", raw.join("\n"));
     }
 }
+
+/// Runs `cmd` to its end, reading its stdout and stderr, or kills it after `deadline`; returns
+/// its output, the wall time and the peak resident memory in KiB of the largest child this
+/// test process has waited for (nextest runs each test in a process of its own: conform's),
+/// or `None` when it had to be killed.
+fn run_measured(
+    mut cmd: std::process::Command,
+    deadline: Duration,
+) -> Option<(std::process::Output, Duration, i64)> {
+    use std::io::Read as _;
+    let began = Instant::now();
+    let mut child = cmd
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (mut stdout, mut stderr) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+    let out = std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = stdout.read_to_end(&mut bytes);
+        bytes
+    });
+    let err = std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = stderr.read_to_end(&mut bytes);
+        bytes
+    });
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            let output = std::process::Output {
+                status,
+                stdout: out.join().unwrap(),
+                stderr: err.join().unwrap(),
+            };
+            // The largest child this test process waited for: conform (its own children
+            // count in its own figure, never in the test's).
+            let usage =
+                nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN)
+                    .unwrap();
+            return Some((output, began.elapsed(), usage.max_rss()));
+        }
+        if began.elapsed() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A profile or a baseline that is a device (`/dev/zero`), a FIFO, a directory or a file past
+/// the limit is a bad invocation, refused at once in a few MiB, with the reason in the
+/// envelope: before, `/dev/zero` grew conform to 1.5 GB in 3 s and a FIFO hung it.
+#[test]
+fn a_profile_or_baseline_that_is_no_regular_file_or_too_large_is_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo.toml");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let large = dir.path().join("large.toml");
+    std::fs::write(&large, format!("# {}\n", "x".repeat(2 << 20))).unwrap();
+    let cases: [(&std::path::Path, &str); 4] = [
+        (std::path::Path::new("/dev/zero"), "a character device, not a regular file"),
+        (&fifo, "a FIFO, not a regular file"),
+        (dir.path(), "a directory, not a regular file"),
+        (&large, "larger than 1048576 bytes"),
+    ];
+    for option in ["--profile", "--baseline"] {
+        for (path, why) in cases {
+            let mut cmd = crate::support::conform();
+            cmd.arg("run").arg(crate::support::faketool()).arg(option).arg(path);
+            cmd.args(["--format", "json"]);
+            let Some((out, took, max_kib)) = run_measured(cmd, SLACK) else {
+                panic!("{option} {}: conform still ran after {SLACK:?}", path.display());
+            };
+            let envelope = crate::support::stdout_json(&out);
+            assert_eq!(crate::support::code(&out), 2, "{option} {}: {envelope:#}", path.display());
+            assert_eq!(envelope["error"]["code"], "ARG_ERROR");
+            let message = envelope["error"]["message"].as_str().unwrap();
+            assert!(message.contains(why), "{option} {}: {message}", path.display());
+            assert!(took < Duration::from_secs(5), "{option} {}: {took:?}", path.display());
+            assert!(max_kib < 64 * 1024, "{option} {}: {max_kib} KiB", path.display());
+        }
+    }
+}

@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[&str] = &[
     // foundations
     "inert",
+    "input",
     "exec",
     "pace",
     "embedded",
