@@ -883,19 +883,28 @@ pub struct StepRecord {
     pub stdout: Excerpt,
     /// The end of stderr.
     pub stderr: Excerpt,
-    /// The JSON object stdout held, when it held one.
+    /// The JSON object stdout held, when it held one of at most [`RECORD_ENVELOPE_BYTES`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub envelope: Option<Value>,
 }
 
+/// The largest stdout whose parsed document a [`StepRecord`] keeps. The checks judge a larger
+/// one in full; the record, which lives for the whole run and is copied to every reporter,
+/// keeps only its [`STDOUT_EXCERPT_BYTES`] excerpt (a manifest of 45,000 commands is 3 MB of
+/// text and some 30 MB parsed: ten records of it held a run at over a gigabyte).
+pub const RECORD_ENVELOPE_BYTES: usize = 256 * 1024;
+
 impl StepRecord {
-    /// The record of a finished process. `envelope` is stdout parsed as JSON, if it was.
+    /// The record of a finished process. `envelope` is stdout parsed as JSON, if it was; the
+    /// record keeps a copy when stdout is at most [`RECORD_ENVELOPE_BYTES`].
     pub fn from_exec(
         name: impl Into<String>,
         repro: Repro,
         outcome: &exec::Outcome,
-        envelope: Option<Value>,
+        envelope: Option<&Value>,
     ) -> Self {
+        let envelope =
+            envelope.filter(|_| outcome.stdout.bytes.len() <= RECORD_ENVELOPE_BYTES).cloned();
         StepRecord {
             name: name.into(),
             repro,
@@ -912,6 +921,42 @@ impl StepRecord {
 /// Whole milliseconds of a duration, saturating.
 pub fn millis(d: std::time::Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// How many findings of one kind at one step a scenario keeps; the rest are counted.
+pub const SAME_KIND_KEPT: usize = 20;
+
+/// Bounds a scenario's findings: of each kind at each step (a leak per process of a fork
+/// bomb, one per line of a flood), the first [`SAME_KIND_KEPT`] are kept and the rest become
+/// one finding that counts them, so a report stays bounded whatever the tool does. Order is
+/// kept; the count stands where the first left-out finding stood.
+pub fn fold_repeats(findings: Vec<Finding>) -> Vec<Finding> {
+    let mut seen: BTreeMap<(FindingKind, Option<String>), usize> = BTreeMap::new();
+    for f in &findings {
+        *seen.entry((f.check, f.step.clone())).or_default() += 1;
+    }
+    if seen.values().all(|n| *n <= SAME_KIND_KEPT) {
+        return findings;
+    }
+    let mut kept: BTreeMap<(FindingKind, Option<String>), usize> = BTreeMap::new();
+    let mut out = Vec::new();
+    for f in findings {
+        let key = (f.check, f.step.clone());
+        let rank = kept.entry(key.clone()).or_default();
+        *rank += 1;
+        if *rank <= SAME_KIND_KEPT {
+            out.push(f);
+        } else if *rank == SAME_KIND_KEPT + 1 {
+            let rest = seen.get(&key).copied().unwrap_or(0) - SAME_KIND_KEPT;
+            let mut folded = Finding::new(
+                f.check,
+                format!("and {rest} more `{}` finding(s) like the {SAME_KIND_KEPT} above", f.check),
+            );
+            folded.step = f.step;
+            out.push(folded);
+        }
+    }
+    out
 }
 
 /// A JSON value on one line, cut at a readable length (for a finding's evidence).

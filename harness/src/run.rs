@@ -363,7 +363,7 @@ impl Engine {
             (None, _, true) => Status::Pass,
             (None, _, false) => Status::Fail,
         };
-        result.findings = findings;
+        result.findings = crate::outcome::fold_repeats(findings);
         result.notes = notes;
         result.duration_ms = millis(started.elapsed());
         let root = sandbox.root().to_path_buf();

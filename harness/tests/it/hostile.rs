@@ -905,3 +905,66 @@ fn a_profile_or_baseline_that_is_no_regular_file_or_too_large_is_refused_at_once
         }
     }
 }
+
+/// 45,000 commands breaking three registration rules are three findings, one per rule, each
+/// counting the commands and naming five; the JSON report stays small and conform's memory
+/// bounded. Before: one finding per command and rule (135,000), a 29.6 MB report and 2.36 GB
+/// of memory.
+#[test]
+fn a_manifest_of_45000_writers_is_one_finding_per_rule_in_a_bounded_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = crate::support::conform();
+    cmd.env("TMPDIR", dir.path()).arg("run").arg(fixture("many-writers.sh"));
+    cmd.args(["--format", "json"]);
+    let (out, _, max_kib) = run_measured(cmd, Duration::from_secs(120)).expect("conform hung");
+    let report = crate::support::stdout_json(&out);
+    assert_eq!(crate::support::code(&out), 80, "{report:#}");
+    for id in [
+        "resumable-writer-takes-idempotency-key",
+        "interruption-declares-incomplete-exit",
+        "budget-flag-listed-where-interruptible",
+    ] {
+        let scenario =
+            report["data"]["scenarios"].as_array().unwrap().iter().find(|s| s["id"] == id).unwrap();
+        let findings = scenario["findings"].as_array().unwrap();
+        assert_eq!(findings.len(), 1, "{id}: {findings:#?}");
+        let message = findings[0]["message"].as_str().unwrap();
+        assert!(message.starts_with("45000 commands "), "{id}: {message}");
+        assert!(message.ends_with("`w1`, `w2`, `w3`, `w4`, `w5` and 44995 more"), "{message}");
+    }
+    assert!(out.stdout.len() < 1 << 20, "a report of {} bytes", out.stdout.len());
+    assert!(max_kib < 1_250_000, "conform grew to {max_kib} KiB");
+}
+
+/// A tool that leaves fifty processes behind gets twenty `leaked-process` findings and one
+/// that counts the other thirty, and none of the fifty outlives the run.
+#[test]
+fn fifty_leaked_processes_are_twenty_findings_and_a_count() {
+    let tag = unique_digits();
+    let argv = format!("sleep 402.{tag}");
+    let _guard = KillOnDrop(argv.clone());
+    let run = RunDir::new(&tag);
+    let out = crate::support::conform()
+        .current_dir(run.dir.path())
+        .env("TMPDIR", run.tmp())
+        .arg("run")
+        .arg(fixture("many-leaks.sh"))
+        .arg("--profile")
+        .arg(run.dir.path().join("conform.toml"))
+        .args(["--only", "manifest-valid", "--format", "json"])
+        .output()
+        .unwrap();
+    let report = crate::support::stdout_json(&out);
+    let scenario = &report["data"]["scenarios"][0];
+    let leaks: Vec<&str> = scenario["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["check"] == "leaked-process")
+        .map(|f| f["message"].as_str().unwrap())
+        .collect();
+    assert_eq!(leaks.len(), 21, "{scenario:#}");
+    assert_eq!(leaks[20], "and 30 more `leaked-process` finding(s) like the 20 above");
+    assert_eq!(processes_running(&argv), Vec::<u32>::new(), "left after the run");
+    assert_eq!(run.left_in_tmp(), Vec::<PathBuf>::new(), "sandboxes left");
+}
