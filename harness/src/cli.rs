@@ -457,6 +457,13 @@ fn run_command(args: &RunArgs, started: Instant) -> Result<u8, ArgError> {
             crate::inert::line(&leak.cmdline.join(" "))
         );
     }
+    // Sandboxes whose removal ran out of descriptors (a low `ulimit -n`), tried again now.
+    for left in crate::sandbox::remove_left_sandboxes() {
+        eprintln!(
+            "conform: failed to remove a sandbox ({}); the next conform run removes it",
+            crate::inert::line(&left.to_string())
+        );
+    }
     // Interrupted: the watcher has stopped the tool's processes; the report still comes, with
     // what finished, marked partial, before conform exits 130.
     let interrupted = crate::interrupt::wait_for_clean_up();

@@ -466,6 +466,8 @@ pub enum FindingKind {
     SameStdout,
     /// A pointer has more than one value across a step's responses.
     SameValue,
+    /// The scenario's sandbox could not be removed (a mount conform may not undo, say).
+    SandboxLeft,
     /// A response does not validate against its schema.
     Schema,
     /// A scenario's shell line failed.
@@ -524,6 +526,7 @@ impl FindingKind {
             FindingKind::SameResponse => "same-response",
             FindingKind::SameStdout => "same-stdout",
             FindingKind::SameValue => "same-value",
+            FindingKind::SandboxLeft => "sandbox-left",
             FindingKind::Schema => "schema",
             FindingKind::Shell => "shell",
             FindingKind::Effect => "effect",

@@ -353,6 +353,19 @@ impl Engine {
                 .actual(leak.cmdline.join(" ")),
             );
         }
+        let root = sandbox.root().to_path_buf();
+        if let Err(left) = sandbox.close() {
+            findings.push(
+                Finding::new(
+                    FindingKind::SandboxLeft,
+                    format!(
+                        "the scenario's sandbox could not be removed ({left}); the next conform run removes it"
+                    ),
+                )
+                .expected("a sandbox conform can remove once the scenario ends")
+                .actual(left.reason),
+            );
+        }
         notes.extend(steps.failed_cancels.into_iter().map(Note::CancelFailed));
         result.steps = steps.records;
         notes.extend(steps.notes);
@@ -366,8 +379,6 @@ impl Engine {
         result.findings = crate::outcome::fold_repeats(findings);
         result.notes = notes;
         result.duration_ms = millis(started.elapsed());
-        let root = sandbox.root().to_path_buf();
-        drop(sandbox);
         (result, Some(root))
     }
 }

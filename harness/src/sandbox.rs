@@ -69,8 +69,16 @@
 //! After a SIGKILL of conform only the cgroup and the marker still find what it left (see
 //! below): orphans that cleared their environment go to init then.
 //!
-//! Dropping a sandbox always sweeps, then removes the directory, unless [`Sandbox::keep`] was
-//! asked: then the directory stays and its path is written to stderr.
+//! Dropping a sandbox (or [`Sandbox::close`], which returns what could not be removed) always
+//! sweeps, then removes the directory, unless [`Sandbox::keep`] was asked: then the directory
+//! stays and its path is written to stderr. The removal ([`remove_tree`]) takes what a tool
+//! may leave that `remove_dir_all` cannot: it unmounts what was mounted in the sandbox (never
+//! descending into a mount, so a directory of the machine bind-mounted there is left
+//! untouched), gives read-only directories back their owner's write permission, clears
+//! immutable and append-only flags, follows no symbolic link, and removes the owner file last,
+//! so that a sandbox it could not remove is still recognised, and removed, by the next run. A
+//! removal that ran out of descriptors is tried again once the run is over
+//! ([`remove_left_sandboxes`]).
 //!
 //! # Stale sandboxes
 //!
@@ -95,12 +103,14 @@ use crate::exec::{self, Invocation, Outcome, Program, Termination};
 mod cgroup;
 mod procfs;
 mod registry;
+mod remove;
 mod stale;
 mod sweep;
 
 pub use cgroup::Unavailable as CgroupUnavailable;
 pub use registry::{Isolation, end_of_run, isolation};
 pub(crate) use registry::{kill_everything, release_everything};
+pub use remove::{Left, remove_tree};
 pub use stale::{OWNER_FILE, StaleSandbox, describe as describe_stale, remove_stale_sandboxes};
 pub use sweep::{FoundBy, LeakedProcess, scan};
 
@@ -194,6 +204,9 @@ impl Sandbox {
     pub fn new_in(parent: impl AsRef<Path>) -> Result<Self, SandboxError> {
         let parent = parent.as_ref();
         stale::remove_stale_once(parent);
+        // Everything that can fail before the directory exists comes first: from the moment
+        // it exists, a `Sandbox` owns it, whose removal outlasts a shortage of descriptors.
+        let marker = random_id()?;
         let dir = tempfile::Builder::new()
             .prefix("conform-")
             .tempdir_in(parent)
@@ -202,7 +215,7 @@ impl Sandbox {
         let sandbox = Sandbox {
             dir: Some(dir),
             root,
-            marker: random_id()?,
+            marker,
             extra_env: BTreeMap::new(),
             removed_env: BTreeSet::new(),
             keep: false,
@@ -413,18 +426,46 @@ impl Sandbox {
     }
 }
 
-impl Drop for Sandbox {
-    fn drop(&mut self) {
+impl Sandbox {
+    /// Ends the sandbox: sweeps it, then removes its directory (unless kept) whatever the tool
+    /// left in it (see `remove.rs`: read-only directories, immutable files, mounts). `Err` is
+    /// what could not be removed, for the caller to report; a removal that ran short of
+    /// conform's own descriptors is tried again by [`remove_left_sandboxes`] instead.
+    pub fn close(mut self) -> Result<(), Left> {
+        self.end()
+    }
+
+    fn end(&mut self) -> Result<(), Left> {
+        let Some(dir) = self.dir.take() else { return Ok(()) };
         let _ = self.sweep();
         registry::unregister(&self.marker);
+        // Disarmed: conform removes the directory itself.
+        let root = dir.keep();
         if self.keep {
-            if let Some(dir) = self.dir.take() {
-                let kept = dir.keep();
-                eprintln!("conform: kept the sandbox at {}", kept.display());
-            }
+            eprintln!("conform: kept the sandbox at {}", root.display());
+            return Ok(());
         }
-        // Otherwise dropping `dir` removes the directory.
+        remove::remove_sandbox(&root)
     }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        if let Err(left) = self.end() {
+            eprintln!(
+                "conform: failed to remove the sandbox {}: {}; the next conform run removes it",
+                self.root.display(),
+                crate::inert::line(&left.to_string())
+            );
+        }
+    }
+}
+
+/// Once the run is over: removes the sandboxes whose removal ran short of conform's own
+/// resources (descriptors under a low `ulimit -n`, with many scenarios at once), and returns
+/// those that still stay (their owner files stay too: the next run removes them).
+pub fn remove_left_sandboxes() -> Vec<Left> {
+    remove::retry_pending()
 }
 
 /// 128 random bits, hex.

@@ -152,7 +152,7 @@ pub fn remove_stale_sandboxes(parent: &Path) -> Vec<StaleSandbox> {
             continue;
         }
         let killed = sweep::kill_marked(&owner.marker).len();
-        if fs::remove_dir_all(&path).is_ok() {
+        if super::remove::remove_tree(&path).is_ok() {
             removed.push(StaleSandbox { path, owner_pid: owner.pid, killed });
         }
     }

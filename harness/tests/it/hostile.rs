@@ -6,7 +6,7 @@
 //! away and kills it). Judging those facts ("stdout is not JSON", "a process leaked") is the
 //! checks' business; here the facts themselves are under test.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use conform::exec::{self, Graces, Invocation, Outcome, Program, StdinMode, Termination};
@@ -967,4 +967,187 @@ fn fifty_leaked_processes_are_twenty_findings_and_a_count() {
     assert_eq!(leaks[20], "and 30 more `leaked-process` finding(s) like the 20 above");
     assert_eq!(processes_running(&argv), Vec::<u32>::new(), "left after the run");
     assert_eq!(run.left_in_tmp(), Vec::<PathBuf>::new(), "sandboxes left");
+}
+
+/// `cmd` with its descriptor limit lowered to `limit` (soft and hard, as `ulimit -n` does).
+fn with_fd_limit(cmd: &std::process::Command, limit: u32) -> std::process::Command {
+    let mut wrapped = std::process::Command::new("/bin/sh");
+    wrapped
+        .args(["-c", &format!("ulimit -n {limit} && exec \"$@\""), "sh"])
+        .arg(cmd.get_program())
+        .args(cmd.get_args());
+    for (key, value) in cmd.get_envs() {
+        match value {
+            Some(value) => wrapped.env(key, value),
+            None => wrapped.env_remove(key),
+        };
+    }
+    if let Some(dir) = cmd.get_current_dir() {
+        wrapped.current_dir(dir);
+    }
+    wrapped
+}
+
+/// The owner file of a sandbox made by a conform of another boot: certainly gone.
+fn stale_owner_file() -> String {
+    let elsewhere = tempfile::tempdir().unwrap();
+    let real = Sandbox::new_in(elsewhere.path()).unwrap();
+    let text = std::fs::read_to_string(real.root().join(sandbox::OWNER_FILE)).unwrap();
+    text.lines()
+        .map(|l| if l.starts_with("boot ") { "boot another-boot".to_owned() } else { l.to_owned() })
+        .collect::<Vec<_>>()
+        .join("\n")
+        + "\n"
+}
+
+/// Makes `dir` and everything below it read-only, as `chmod -R a-w` does.
+fn make_read_only(dir: &std::path::Path) {
+    use std::os::unix::fs::PermissionsExt;
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        if entry.file_type().unwrap().is_dir() {
+            make_read_only(&entry.path());
+        }
+        let mode = entry.metadata().unwrap().permissions().mode() & !0o222;
+        std::fs::set_permissions(entry.path(), std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+}
+
+/// As a user without privileges (`nobody` when the test runs as root), a tool that leaves a
+/// read-only tree (Go's module cache: directories 0555) leaves no sandbox behind, and a stale
+/// sandbox holding such a tree (of a conform of another boot) is removed by the next run.
+/// Before: every scenario's sandbox stayed (6 of a run of `readonly-tree.sh`), and the stale
+/// one for ever.
+#[test]
+fn a_read_only_tree_leaves_no_sandbox_behind_for_an_unprivileged_user() {
+    let root = nix::unistd::geteuid().is_root();
+    let setpriv = ["/usr/bin/setpriv", "/bin/setpriv"].into_iter().find(|p| Path::new(p).exists());
+    if root && setpriv.is_none() {
+        eprintln!("skipped: running as root without setpriv, no unprivileged user to test as");
+        return;
+    }
+    if let Some(setpriv) = setpriv.filter(|_| root) {
+        // The binary and the fixture must be within `nobody`'s reach (not under /root).
+        let reach = std::process::Command::new(setpriv)
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "/bin/sh", "-c"])
+            .arg(r#"test -x "$0" && test -r "$1""#)
+            .arg(env!("CARGO_BIN_EXE_conform"))
+            .arg(fixture("readonly-tree.sh"))
+            .status()
+            .unwrap();
+        if !reach.success() {
+            eprintln!("skipped: the build is out of reach of user nobody");
+            return;
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = dir.path().join("tmp");
+    let stale = tmp.join("conform-stale1");
+    std::fs::create_dir_all(stale.join("home/go/pkg/mod/m@v1/sub")).unwrap();
+    std::fs::write(stale.join("home/go/pkg/mod/m@v1/sub/m.go"), "package m").unwrap();
+    std::fs::write(stale.join(sandbox::OWNER_FILE), stale_owner_file()).unwrap();
+    make_read_only(&stale.join("home/go"));
+    let (user, group) = (nix::unistd::Uid::from_raw(65534), nix::unistd::Gid::from_raw(65534));
+    if root {
+        for path in [dir.path().to_path_buf(), tmp.clone()] {
+            nix::unistd::chown(&path, Some(user), Some(group)).unwrap();
+        }
+        let status = std::process::Command::new("chown")
+            .args(["-R", "65534:65534"])
+            .arg(&stale)
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+    let mut cmd = match setpriv.filter(|_| root) {
+        Some(setpriv) => {
+            let mut cmd = std::process::Command::new(setpriv);
+            cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups"]);
+            cmd.arg(env!("CARGO_BIN_EXE_conform"));
+            cmd
+        }
+        None => crate::support::conform(),
+    };
+    cmd.current_dir(dir.path())
+        .env("TMPDIR", &tmp)
+        .env("PATH", "/usr/bin:/bin")
+        .arg("run")
+        .arg(fixture("readonly-tree.sh"));
+    let out = cmd.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(crate::support::code(&out), 80, "{stderr}");
+    assert!(stderr.contains("removed the sandbox"), "the stale one was not removed: {stderr}");
+    let left: Vec<PathBuf> = std::fs::read_dir(&tmp).unwrap().flatten().map(|e| e.path()).collect();
+    assert_eq!(left, Vec::<PathBuf>::new(), "sandboxes left:\n{stderr}");
+}
+
+/// A tool running as root that mounts a file system in its sandbox, bind-mounts a directory
+/// of the machine into it and makes a file immutable and a directory append-only leaves no
+/// sandbox and no mount behind, and the directory it bind-mounted keeps its files. Before: both
+/// sandboxes of the run stayed, with their four mounts.
+#[test]
+fn mounts_and_immutable_files_leave_no_sandbox_and_spare_what_was_mounted() {
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("skipped: mounting and chattr +i need root");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (tmp, canary) = (dir.path().join("tmp"), dir.path().join("canary"));
+    std::fs::create_dir_all(&tmp).unwrap();
+    std::fs::create_dir_all(&canary).unwrap();
+    std::fs::write(canary.join("keep"), "precious").unwrap();
+    let profile = dir.path().join("conform.toml");
+    std::fs::write(
+        &profile,
+        format!("[tool]\nenv = {{ HOSTILE_CANARY = \"{}\" }}\n", canary.display()),
+    )
+    .unwrap();
+    // What the fixture can do here: a tool without the privilege would leave nothing to test.
+    let probe = dir.path().join("probe");
+    std::fs::create_dir(&probe).unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "probe"])
+        .arg(&probe)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        eprintln!("skipped: this machine does not let root mount a tmpfs");
+        return;
+    }
+    let _ = std::process::Command::new("umount").arg(&probe).status();
+    let out = crate::support::conform()
+        .current_dir(dir.path())
+        .env("TMPDIR", &tmp)
+        .arg("run")
+        .arg(fixture("mounts-and-immutable.sh"))
+        .arg("--profile")
+        .arg(&profile)
+        .args(["--only", "manifest-valid", "--format", "json"])
+        .output()
+        .unwrap();
+    let report = crate::support::stdout_json(&out);
+    assert_eq!(crate::support::status_of(&report, "manifest-valid"), "pass", "{report:#}");
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let tmp_text = tmp.display().to_string();
+    let left_mounted: Vec<&str> = mounts.lines().filter(|l| l.contains(&tmp_text)).collect();
+    assert_eq!(left_mounted, Vec::<&str>::new(), "mounts left");
+    let left: Vec<PathBuf> = std::fs::read_dir(&tmp).unwrap().flatten().map(|e| e.path()).collect();
+    assert_eq!(left, Vec::<PathBuf>::new(), "sandboxes left");
+    assert_eq!(std::fs::read_to_string(canary.join("keep")).unwrap(), "precious");
+}
+
+/// Under `ulimit -n 64`, with the default `-j`, a tool that leaves a deep tree in each sandbox
+/// (removing it holds a descriptor per level) leaves no sandbox behind: a removal that runs
+/// out of descriptors is tried again once the run is over. Before: 3 to 6 sandboxes stayed.
+#[test]
+fn a_low_descriptor_limit_leaves_no_sandbox_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let mut cmd = crate::support::conform();
+    cmd.current_dir(dir.path()).env("TMPDIR", &tmp).arg("run").arg(fixture("deep-tree.sh"));
+    let out = with_fd_limit(&cmd, 64).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), None, "{stderr}");
+    let left: Vec<PathBuf> = std::fs::read_dir(&tmp).unwrap().flatten().map(|e| e.path()).collect();
+    assert_eq!(left, Vec::<PathBuf>::new(), "sandboxes left:\n{stderr}");
 }
