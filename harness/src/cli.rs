@@ -391,6 +391,10 @@ fn run_command(args: &RunArgs, started: Instant) -> Result<u8, ArgError> {
         None => None,
     };
     let reporters = report::reporters(&options).map_err(|e| fail(e.to_string()))?;
+    // What conform itself writes during the run is not the tool's write outside its sandbox.
+    for own in [&args.junit, &args.summary_md, &args.snapshots].into_iter().flatten() {
+        crate::sandbox::ignore_outside(own);
+    }
 
     if let Err(e) = crate::interrupt::install() {
         eprintln!("conform: warning: {e}; an interrupted run may leave processes behind");

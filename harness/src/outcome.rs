@@ -332,7 +332,14 @@ pub enum Note {
     /// A cancel the clean-up ran after the steps failed, and either it could not run at all or
     /// the scenario's processes outlived it: the likely cause of a `leaked-process` finding.
     CancelFailed(FailedCancel),
+    /// Entries outside the sandbox that changed while the scenario ran (each `path (new
+    /// file)`, `path (changed directory)`, ...): writes of the tool outside HOME, TMPDIR and
+    /// its working directory, or of another process meanwhile (see `conform manual hostile`).
+    OutsideWrites(Vec<String>),
 }
+
+/// How many outside entries a note names; the rest are counted.
+pub const OUTSIDE_NAMED: usize = 5;
 
 /// A cancel of the clean-up that did not do its work.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -366,6 +373,17 @@ impl fmt::Display for Note {
             Note::SnapshotUpdated { path } => write!(f, "snapshot updated: {path}"),
             Note::Advisory(text) => f.write_str(text),
             Note::CancelFailed(cancel) => write!(f, "clean-up: a cancel failed: {cancel}"),
+            Note::OutsideWrites(changes) => {
+                let named: Vec<&str> =
+                    changes.iter().take(OUTSIDE_NAMED).map(String::as_str).collect();
+                write!(f, "outside the sandbox, while the scenario ran: {}", named.join(", "))?;
+                if changes.len() > OUTSIDE_NAMED {
+                    write!(f, " and {} more", changes.len() - OUTSIDE_NAMED)?;
+                }
+                f.write_str(
+                    "; a tool should write only in its HOME, TMPDIR, XDG_* directories and working directory (`conform manual hostile`)",
+                )
+            }
         }
     }
 }

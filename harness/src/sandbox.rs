@@ -80,6 +80,13 @@
 //! removal that ran out of descriptors is tried again once the run is over
 //! ([`remove_left_sandboxes`]).
 //!
+//! # Writes outside
+//!
+//! [`Places::look`], taken before and after each scenario, lists the entries directly inside
+//! the places a tool may write to without being told (`/tmp`, conform's temporary directory,
+//! the user's real home, ...); what changed between the looks is named in a note of the
+//! scenario. What the look can and cannot see is in `outside.rs` and the manual.
+//!
 //! # Stale sandboxes
 //!
 //! A conform killed with SIGKILL leaves its sandboxes (and cgroups) behind. Every sandbox
@@ -101,6 +108,7 @@ use std::time::Duration;
 use crate::exec::{self, Invocation, Outcome, Program, Termination};
 
 mod cgroup;
+mod outside;
 mod procfs;
 mod registry;
 mod remove;
@@ -108,6 +116,7 @@ mod stale;
 mod sweep;
 
 pub use cgroup::Unavailable as CgroupUnavailable;
+pub use outside::{ChangeKind, Look, OutsideChange, Places, ignore_outside};
 pub use registry::{Isolation, end_of_run, isolation};
 pub(crate) use registry::{kill_everything, release_everything};
 pub use remove::{Left, remove_tree};

@@ -1151,3 +1151,55 @@ fn a_low_descriptor_limit_leaves_no_sandbox_behind() {
     let left: Vec<PathBuf> = std::fs::read_dir(&tmp).unwrap().flatten().map(|e| e.path()).collect();
     assert_eq!(left, Vec::<PathBuf>::new(), "sandboxes left:\n{stderr}");
 }
+
+/// Removes on drop the files a test's tool wrote in /tmp (`/tmp/<prefix>*`).
+struct RemoveOnDrop(String);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        for entry in std::fs::read_dir("/tmp").into_iter().flatten().flatten() {
+            if entry.file_name().to_string_lossy().starts_with(&self.0) {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+    }
+}
+
+/// A tool writing in /tmp and in `../..` from its working directory (conform's temporary
+/// directory) at every call gets a note on the scenario naming both files: before, nothing
+/// said so.
+#[test]
+fn writes_outside_the_sandbox_are_noted_on_the_scenario() {
+    let tag = unique_digits();
+    let _cleanup = RemoveOnDrop(format!("hostile-outside-{tag}-"));
+    let run = RunDir::new(&tag);
+    let out = crate::support::conform()
+        .current_dir(run.dir.path())
+        .env("TMPDIR", run.tmp())
+        .arg("run")
+        .arg(fixture("writes-outside.sh"))
+        .arg("--profile")
+        .arg(run.dir.path().join("conform.toml"))
+        .args(["--only", "manifest-valid", "--format", "json"])
+        .output()
+        .unwrap();
+    let report = crate::support::stdout_json(&out);
+    let scenario = &report["data"]["scenarios"][0];
+    let note = scenario["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|n| n.as_str())
+        .find(|n| n.starts_with("outside the sandbox, while the scenario ran: "))
+        .unwrap_or_else(|| panic!("no note of the writes outside: {scenario:#}"));
+    let tmp = run.tmp().canonicalize().unwrap();
+    for place in [Path::new("/tmp").canonicalize().unwrap(), tmp] {
+        let file = format!("{}/hostile-outside-{tag}-", place.display());
+        assert!(note.contains(&file), "{file}… not in: {note}");
+    }
+    assert!(note.contains(" (new file)"), "{note}");
+    // The files stay: conform reports what it did not make, and removes none of it.
+    let left = run.left_in_tmp();
+    assert_eq!(left.len(), 2, "{left:?}");
+    assert!(left.iter().all(|p| p.to_string_lossy().contains("hostile-outside-")), "{left:?}");
+}
