@@ -72,8 +72,8 @@ pub struct Position {
 /// What is wrong with a baseline.
 #[derive(Debug)]
 pub enum BaselineErrorKind {
-    /// The file could not be read.
-    Read(std::io::Error),
+    /// The file could not be read (or is no regular file, or too large).
+    Read(crate::input::InputError),
     /// The file is not valid TOML/JSON or has the wrong shape.
     Parse {
         /// Where, when known.
@@ -163,11 +163,11 @@ fn position_of(text: &str, offset: usize) -> Position {
 }
 
 impl Baseline {
-    /// Reads and validates a baseline file.
+    /// Reads and validates a baseline file (a regular file of at most
+    /// [`crate::input::TEXT_LIMIT`] bytes).
     pub fn load(path: &Path) -> Result<Self, BaselineError> {
-        let text = std::fs::read_to_string(path).map_err(|e| BaselineError {
-            path: path.to_owned(),
-            kind: BaselineErrorKind::Read(e),
+        let text = crate::input::read_text(path, crate::input::TEXT_LIMIT).map_err(|e| {
+            BaselineError { path: path.to_owned(), kind: BaselineErrorKind::Read(e) }
         })?;
         Baseline::parse(&text, Syntax::of(path), path)
     }

@@ -265,7 +265,8 @@ fn arg_error(e: &ArgError, started: Instant) -> u8 {
         );
         write_stdout(&format!("{envelope}\n"));
     } else {
-        eprintln!("conform: {}", e.message);
+        // A message may quote what a tool printed or a path it made: shown inert.
+        eprintln!("conform: {}", crate::inert::text(&e.message));
     }
     exit::ARG_ERROR
 }
@@ -390,6 +391,10 @@ fn run_command(args: &RunArgs, started: Instant) -> Result<u8, ArgError> {
         None => None,
     };
     let reporters = report::reporters(&options).map_err(|e| fail(e.to_string()))?;
+    // What conform itself writes during the run is not the tool's write outside its sandbox.
+    for own in [&args.junit, &args.summary_md, &args.snapshots].into_iter().flatten() {
+        crate::sandbox::ignore_outside(own);
+    }
 
     if let Err(e) = crate::interrupt::install() {
         eprintln!("conform: warning: {e}; an interrupted run may leave processes behind");
@@ -453,7 +458,14 @@ fn run_command(args: &RunArgs, started: Instant) -> Result<u8, ArgError> {
             "conform: process {} of the tool outlived every scenario (found {:?}; killed now): {}",
             leak.pid,
             leak.found_by,
-            leak.cmdline.join(" ")
+            crate::inert::line(&leak.cmdline.join(" "))
+        );
+    }
+    // Sandboxes whose removal ran out of descriptors (a low `ulimit -n`), tried again now.
+    for left in crate::sandbox::remove_left_sandboxes() {
+        eprintln!(
+            "conform: failed to remove a sandbox ({}); the next conform run removes it",
+            crate::inert::line(&left.to_string())
         );
     }
     // Interrupted: the watcher has stopped the tool's processes; the report still comes, with
@@ -524,7 +536,8 @@ fn init(tool_arg: &OsString, output: Option<&Path>) -> Result<u8, ArgError> {
     // written as resolved.
     let given = tool_arg.to_string_lossy();
     let name = if given.contains('/') { tool.display().to_string() } else { given.into_owned() };
-    let text = crate::init::skeleton(&name, &manifest);
+    // The draft quotes the manifest's command names: no control character of them is kept.
+    let text = crate::inert::text(&crate::init::skeleton(&name, &manifest)).into_owned();
     match output {
         Some(path) => std::fs::write(path, &text)
             .map_err(|e| fail(format!("failed to write {}: {e}", path.display())))?,

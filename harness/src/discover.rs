@@ -183,7 +183,7 @@ pub fn discover(tool: &Tool, profile: &Profile) -> DiscoveryRun {
     };
     let json = observe::parse_stdout(&outcome);
     let repro = Repro::from_invocation(&inv, &sandbox.env());
-    let record = StepRecord::from_exec("discovery", repro, &outcome, json.as_ref().ok().cloned());
+    let record = StepRecord::from_exec("discovery", repro, &outcome, json.as_ref().ok());
     let result = match (outcome.termination, json) {
         (Termination::TimedOut, _) => Err(DiscoveryError::Hung { limit: DISCOVERY_LIMIT }),
         (Termination::Signaled(signal), _) => Err(DiscoveryError::Signaled(signal)),

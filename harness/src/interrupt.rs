@@ -149,7 +149,7 @@ pub fn clean_up() -> usize {
     }
     let live = live().lock().unwrap_or_else(PoisonError::into_inner).clone();
     for root in live.values().flatten() {
-        let _ = std::fs::remove_dir_all(root);
+        let _ = sandbox::remove_tree(root);
     }
     sandbox::release_everything();
     found

@@ -18,6 +18,7 @@
 #![doc = include_str!("../docs/templates.md")]
 #![doc = include_str!("../docs/checks.md")]
 #![doc = include_str!("../docs/redaction.md")]
+#![doc = include_str!("../docs/hostile.md")]
 
 pub mod baseline;
 pub mod calibrate;
@@ -28,7 +29,9 @@ pub mod embedded;
 pub mod event;
 pub mod exec;
 pub mod exit;
+pub mod inert;
 pub mod init;
+pub mod input;
 pub mod interrupt;
 pub mod levels;
 pub mod observe;

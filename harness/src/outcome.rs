@@ -332,7 +332,14 @@ pub enum Note {
     /// A cancel the clean-up ran after the steps failed, and either it could not run at all or
     /// the scenario's processes outlived it: the likely cause of a `leaked-process` finding.
     CancelFailed(FailedCancel),
+    /// Entries outside the sandbox that changed while the scenario ran (each `path (new
+    /// file)`, `path (changed directory)`, ...): writes of the tool outside HOME, TMPDIR and
+    /// its working directory, or of another process meanwhile (see `conform manual hostile`).
+    OutsideWrites(Vec<String>),
 }
+
+/// How many outside entries a note names; the rest are counted.
+pub const OUTSIDE_NAMED: usize = 5;
 
 /// A cancel of the clean-up that did not do its work.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -366,6 +373,17 @@ impl fmt::Display for Note {
             Note::SnapshotUpdated { path } => write!(f, "snapshot updated: {path}"),
             Note::Advisory(text) => f.write_str(text),
             Note::CancelFailed(cancel) => write!(f, "clean-up: a cancel failed: {cancel}"),
+            Note::OutsideWrites(changes) => {
+                let named: Vec<&str> =
+                    changes.iter().take(OUTSIDE_NAMED).map(String::as_str).collect();
+                write!(f, "outside the sandbox, while the scenario ran: {}", named.join(", "))?;
+                if changes.len() > OUTSIDE_NAMED {
+                    write!(f, " and {} more", changes.len() - OUTSIDE_NAMED)?;
+                }
+                f.write_str(
+                    "; a tool should write only in its HOME, TMPDIR, XDG_* directories and working directory (`conform manual hostile`)",
+                )
+            }
         }
     }
 }
@@ -466,6 +484,8 @@ pub enum FindingKind {
     SameStdout,
     /// A pointer has more than one value across a step's responses.
     SameValue,
+    /// The scenario's sandbox could not be removed (a mount conform may not undo, say).
+    SandboxLeft,
     /// A response does not validate against its schema.
     Schema,
     /// A scenario's shell line failed.
@@ -524,6 +544,7 @@ impl FindingKind {
             FindingKind::SameResponse => "same-response",
             FindingKind::SameStdout => "same-stdout",
             FindingKind::SameValue => "same-value",
+            FindingKind::SandboxLeft => "sandbox-left",
             FindingKind::Schema => "schema",
             FindingKind::Shell => "shell",
             FindingKind::Effect => "effect",
@@ -883,19 +904,28 @@ pub struct StepRecord {
     pub stdout: Excerpt,
     /// The end of stderr.
     pub stderr: Excerpt,
-    /// The JSON object stdout held, when it held one.
+    /// The JSON object stdout held, when it held one of at most [`RECORD_ENVELOPE_BYTES`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub envelope: Option<Value>,
 }
 
+/// The largest stdout whose parsed document a [`StepRecord`] keeps. The checks judge a larger
+/// one in full; the record, which lives for the whole run and is copied to every reporter,
+/// keeps only its [`STDOUT_EXCERPT_BYTES`] excerpt (a manifest of 45,000 commands is 3 MB of
+/// text and some 30 MB parsed: ten records of it held a run at over a gigabyte).
+pub const RECORD_ENVELOPE_BYTES: usize = 256 * 1024;
+
 impl StepRecord {
-    /// The record of a finished process. `envelope` is stdout parsed as JSON, if it was.
+    /// The record of a finished process. `envelope` is stdout parsed as JSON, if it was; the
+    /// record keeps a copy when stdout is at most [`RECORD_ENVELOPE_BYTES`].
     pub fn from_exec(
         name: impl Into<String>,
         repro: Repro,
         outcome: &exec::Outcome,
-        envelope: Option<Value>,
+        envelope: Option<&Value>,
     ) -> Self {
+        let envelope =
+            envelope.filter(|_| outcome.stdout.bytes.len() <= RECORD_ENVELOPE_BYTES).cloned();
         StepRecord {
             name: name.into(),
             repro,
@@ -912,6 +942,42 @@ impl StepRecord {
 /// Whole milliseconds of a duration, saturating.
 pub fn millis(d: std::time::Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// How many findings of one kind at one step a scenario keeps; the rest are counted.
+pub const SAME_KIND_KEPT: usize = 20;
+
+/// Bounds a scenario's findings: of each kind at each step (a leak per process of a fork
+/// bomb, one per line of a flood), the first [`SAME_KIND_KEPT`] are kept and the rest become
+/// one finding that counts them, so a report stays bounded whatever the tool does. Order is
+/// kept; the count stands where the first left-out finding stood.
+pub fn fold_repeats(findings: Vec<Finding>) -> Vec<Finding> {
+    let mut seen: BTreeMap<(FindingKind, Option<String>), usize> = BTreeMap::new();
+    for f in &findings {
+        *seen.entry((f.check, f.step.clone())).or_default() += 1;
+    }
+    if seen.values().all(|n| *n <= SAME_KIND_KEPT) {
+        return findings;
+    }
+    let mut kept: BTreeMap<(FindingKind, Option<String>), usize> = BTreeMap::new();
+    let mut out = Vec::new();
+    for f in findings {
+        let key = (f.check, f.step.clone());
+        let rank = kept.entry(key.clone()).or_default();
+        *rank += 1;
+        if *rank <= SAME_KIND_KEPT {
+            out.push(f);
+        } else if *rank == SAME_KIND_KEPT + 1 {
+            let rest = seen.get(&key).copied().unwrap_or(0) - SAME_KIND_KEPT;
+            let mut folded = Finding::new(
+                f.check,
+                format!("and {rest} more `{}` finding(s) like the {SAME_KIND_KEPT} above", f.check),
+            );
+            folded.step = f.step;
+            out.push(folded);
+        }
+    }
+    out
 }
 
 /// A JSON value on one line, cut at a readable length (for a finding's evidence).

@@ -107,6 +107,15 @@ pub struct Prepared {
     _registration: Registration,
 }
 
+impl Prepared {
+    /// Ends the sandbox ([`Sandbox::close`]); it stays registered for an interruption until
+    /// its directory is gone.
+    pub fn close(self) -> Result<(), crate::sandbox::Left> {
+        let Prepared { sandbox, _registration } = self;
+        sandbox.close()
+    }
+}
+
 impl std::ops::Deref for Prepared {
     type Target = Sandbox;
     fn deref(&self) -> &Sandbox {

@@ -464,14 +464,16 @@ impl Profile {
         Self::default()
     }
 
-    /// Reads and validates a profile file.
+    /// Reads and validates a profile file (a regular file of at most
+    /// [`crate::input::TEXT_LIMIT`] bytes).
     pub fn load(path: &Path) -> Result<Self, ProfileError> {
         let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| ProfileError {
-            file: shown.clone(),
-            location: None,
-            message: format!("failed to read the profile: {e}"),
-        })?;
+        let text =
+            crate::input::read_text(path, crate::input::TEXT_LIMIT).map_err(|e| ProfileError {
+                file: shown.clone(),
+                location: None,
+                message: format!("failed to read the profile: {e}"),
+            })?;
         Self::parse(path, &text)
     }
 

@@ -41,6 +41,8 @@ pub struct Engine {
     pub keep_sandboxes: bool,
     /// The roles the profile left out that another of its roles plays ([`plan::fill_roles`]).
     pub role_fills: Vec<plan::RoleFill>,
+    /// The places outside the sandboxes looked at before and after each scenario.
+    pub outside: crate::sandbox::Places,
 }
 
 impl Engine {
@@ -55,7 +57,10 @@ impl Engine {
         let discovery = crate::discover::discover(&tool, &profile);
         let commands = discovery.commands();
         let role_fills = plan::fill_roles(&mut profile, &commands);
+        let profile_dir = profile.path.as_ref().map(|_| profile.base_dir());
+        let outside = crate::sandbox::Places::for_run(&tool.path, profile_dir.as_deref());
         Engine {
+            outside,
             subject: Subject { tool, profile, commands, startup: discovery.startup() },
             discovery,
             calibrator: Calibrator::new(),
@@ -232,6 +237,7 @@ impl Engine {
         gate: &Gate,
     ) -> (ScenarioResult, Option<PathBuf>) {
         let started = Instant::now();
+        let outside_before = self.outside.look();
         // Every path below sets the status it ends with.
         let mut result = result_for(scenario, Status::Pass);
         // A manifest command that never answered is not run again: its run is the headline.
@@ -353,7 +359,24 @@ impl Engine {
                 .actual(leak.cmdline.join(" ")),
             );
         }
+        let root = sandbox.root().to_path_buf();
+        if let Err(left) = sandbox.close() {
+            findings.push(
+                Finding::new(
+                    FindingKind::SandboxLeft,
+                    format!(
+                        "the scenario's sandbox could not be removed ({left}); the next conform run removes it"
+                    ),
+                )
+                .expected("a sandbox conform can remove once the scenario ends")
+                .actual(left.reason),
+            );
+        }
         notes.extend(steps.failed_cancels.into_iter().map(Note::CancelFailed));
+        let outside = self.outside.look().changes_since(&outside_before);
+        if !outside.is_empty() {
+            notes.push(Note::OutsideWrites(outside.iter().map(ToString::to_string).collect()));
+        }
         result.steps = steps.records;
         notes.extend(steps.notes);
         result.status = match (harness_error, steps.skip, findings.is_empty()) {
@@ -363,11 +386,9 @@ impl Engine {
             (None, _, true) => Status::Pass,
             (None, _, false) => Status::Fail,
         };
-        result.findings = findings;
+        result.findings = crate::outcome::fold_repeats(findings);
         result.notes = notes;
         result.duration_ms = millis(started.elapsed());
-        let root = sandbox.root().to_path_buf();
-        drop(sandbox);
         (result, Some(root))
     }
 }

@@ -69,8 +69,23 @@
 //! After a SIGKILL of conform only the cgroup and the marker still find what it left (see
 //! below): orphans that cleared their environment go to init then.
 //!
-//! Dropping a sandbox always sweeps, then removes the directory, unless [`Sandbox::keep`] was
-//! asked: then the directory stays and its path is written to stderr.
+//! Dropping a sandbox (or [`Sandbox::close`], which returns what could not be removed) always
+//! sweeps, then removes the directory, unless [`Sandbox::keep`] was asked: then the directory
+//! stays and its path is written to stderr. The removal ([`remove_tree`]) takes what a tool
+//! may leave that `remove_dir_all` cannot: it unmounts what was mounted in the sandbox (never
+//! descending into a mount, so a directory of the machine bind-mounted there is left
+//! untouched), gives read-only directories back their owner's write permission, clears
+//! immutable and append-only flags, follows no symbolic link, and removes the owner file last,
+//! so that a sandbox it could not remove is still recognised, and removed, by the next run. A
+//! removal that ran out of descriptors is tried again once the run is over
+//! ([`remove_left_sandboxes`]).
+//!
+//! # Writes outside
+//!
+//! [`Places::look`], taken before and after each scenario, lists the entries directly inside
+//! the places a tool may write to without being told (`/tmp`, conform's temporary directory,
+//! the user's real home, ...); what changed between the looks is named in a note of the
+//! scenario. What the look can and cannot see is in `outside.rs` and the manual.
 //!
 //! # Stale sandboxes
 //!
@@ -93,14 +108,18 @@ use std::time::Duration;
 use crate::exec::{self, Invocation, Outcome, Program, Termination};
 
 mod cgroup;
+mod outside;
 mod procfs;
 mod registry;
+mod remove;
 mod stale;
 mod sweep;
 
 pub use cgroup::Unavailable as CgroupUnavailable;
+pub use outside::{ChangeKind, Look, OutsideChange, Places, ignore_outside};
 pub use registry::{Isolation, end_of_run, isolation};
 pub(crate) use registry::{kill_everything, release_everything};
+pub use remove::{Left, remove_tree};
 pub use stale::{OWNER_FILE, StaleSandbox, describe as describe_stale, remove_stale_sandboxes};
 pub use sweep::{FoundBy, LeakedProcess, scan};
 
@@ -141,6 +160,14 @@ pub enum SandboxError {
         dir: PathBuf,
         /// The bound it passed.
         limit: CopyLimit,
+    },
+    /// A fixture conform will not copy: no regular file or directory, or nested too deep.
+    #[error("{} cannot be a fixture: {why}", path.display())]
+    Unfit {
+        /// The file.
+        path: PathBuf,
+        /// Why not.
+        why: String,
     },
     /// The process driver failed (not the command it ran).
     #[error(transparent)]
@@ -186,6 +213,9 @@ impl Sandbox {
     pub fn new_in(parent: impl AsRef<Path>) -> Result<Self, SandboxError> {
         let parent = parent.as_ref();
         stale::remove_stale_once(parent);
+        // Everything that can fail before the directory exists comes first: from the moment
+        // it exists, a `Sandbox` owns it, whose removal outlasts a shortage of descriptors.
+        let marker = random_id()?;
         let dir = tempfile::Builder::new()
             .prefix("conform-")
             .tempdir_in(parent)
@@ -194,7 +224,7 @@ impl Sandbox {
         let sandbox = Sandbox {
             dir: Some(dir),
             root,
-            marker: random_id()?,
+            marker,
             extra_env: BTreeMap::new(),
             removed_env: BTreeSet::new(),
             keep: false,
@@ -405,18 +435,46 @@ impl Sandbox {
     }
 }
 
-impl Drop for Sandbox {
-    fn drop(&mut self) {
+impl Sandbox {
+    /// Ends the sandbox: sweeps it, then removes its directory (unless kept) whatever the tool
+    /// left in it (see `remove.rs`: read-only directories, immutable files, mounts). `Err` is
+    /// what could not be removed, for the caller to report; a removal that ran short of
+    /// conform's own descriptors is tried again by [`remove_left_sandboxes`] instead.
+    pub fn close(mut self) -> Result<(), Left> {
+        self.end()
+    }
+
+    fn end(&mut self) -> Result<(), Left> {
+        let Some(dir) = self.dir.take() else { return Ok(()) };
         let _ = self.sweep();
         registry::unregister(&self.marker);
+        // Disarmed: conform removes the directory itself.
+        let root = dir.keep();
         if self.keep {
-            if let Some(dir) = self.dir.take() {
-                let kept = dir.keep();
-                eprintln!("conform: kept the sandbox at {}", kept.display());
-            }
+            eprintln!("conform: kept the sandbox at {}", root.display());
+            return Ok(());
         }
-        // Otherwise dropping `dir` removes the directory.
+        remove::remove_sandbox(&root)
     }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        if let Err(left) = self.end() {
+            eprintln!(
+                "conform: failed to remove the sandbox {}: {}; the next conform run removes it",
+                self.root.display(),
+                crate::inert::line(&left.to_string())
+            );
+        }
+    }
+}
+
+/// Once the run is over: removes the sandboxes whose removal ran short of conform's own
+/// resources (descriptors under a low `ulimit -n`, with many scenarios at once), and returns
+/// those that still stay (their owner files stay too: the next run removes them).
+pub fn remove_left_sandboxes() -> Vec<Left> {
+    remove::retry_pending()
 }
 
 /// 128 random bits, hex.
@@ -512,15 +570,43 @@ fn copy_file_new(source: &Path, dest: &Path) -> Result<(), SandboxError> {
     Ok(())
 }
 
+/// How deep a fixture directory is copied at most: deeper is a link that leads back up.
+const FIXTURE_DEPTH: usize = 64;
+
+/// Copies a fixture: a regular file, or a directory of them (links the profile's files hold
+/// are followed, as the vendor named them). A FIFO, a device or a socket is refused, since
+/// copying one would block or never end (`/dev/zero`), and so is a tree deeper than
+/// [`FIXTURE_DEPTH`] (a link to a directory above).
 fn copy_recursively(source: &Path, target: &Path) -> Result<(), SandboxError> {
+    copy_fixture(source, target, 0)
+}
+
+fn copy_fixture(source: &Path, target: &Path, depth: usize) -> Result<(), SandboxError> {
     let meta = fs::metadata(source).map_err(io_error(format!("read {}", source.display())))?;
+    if depth > FIXTURE_DEPTH {
+        return Err(SandboxError::Unfit {
+            path: source.to_owned(),
+            why: format!(
+                "nested deeper than {FIXTURE_DEPTH} directories (a link leading back up?)"
+            ),
+        });
+    }
+    if !meta.is_dir() && !meta.is_file() {
+        return Err(SandboxError::Unfit {
+            path: source.to_owned(),
+            why: format!(
+                "a {}, not a regular file or a directory",
+                crate::input::kind_of(meta.file_type())
+            ),
+        });
+    }
     if meta.is_dir() {
         fs::create_dir_all(target).map_err(io_error(format!("create {}", target.display())))?;
         let entries =
             fs::read_dir(source).map_err(io_error(format!("list {}", source.display())))?;
         for entry in entries {
             let entry = entry.map_err(io_error(format!("list {}", source.display())))?;
-            copy_recursively(&entry.path(), &target.join(entry.file_name()))?;
+            copy_fixture(&entry.path(), &target.join(entry.file_name()), depth + 1)?;
         }
     } else {
         if let Some(parent) = target.parent() {

@@ -56,9 +56,14 @@ pub fn validator(file: &str) -> Result<&'static jsonschema::Validator, SchemaErr
     }
 }
 
-/// Every violation of `instance` against `schema`, one line each (`at <pointer>: <message>`).
-/// For [`SchemaName::Manifest`], an envelope-wrapped manifest is validated through its `data`;
-/// [`SchemaName::JobDescriptor`] always applies to `data`.
+/// How many violations [`violations`] words; the rest are counted.
+pub const VIOLATIONS_SHOWN: usize = 8;
+
+/// The violations of `instance` against `schema`, one line each (`at <pointer>: <message>`):
+/// the first [`VIOLATIONS_SHOWN`], then a line counting the rest (a manifest of 45,000
+/// commands each missing a field is eight lines and a count, not 135,000 lines held at once);
+/// empty when it is valid. For [`SchemaName::Manifest`], an envelope-wrapped manifest is
+/// validated through its `data`; [`SchemaName::JobDescriptor`] always applies to `data`.
 pub fn violations(schema: SchemaName, instance: &Value) -> Result<Vec<String>, SchemaError> {
     let validator = validator(schema.file())?;
     let target = match schema {
@@ -66,13 +71,20 @@ pub fn violations(schema: SchemaName, instance: &Value) -> Result<Vec<String>, S
         SchemaName::JobDescriptor => instance.get("data").unwrap_or(&Value::Null),
         SchemaName::Envelope | SchemaName::Incomplete => instance,
     };
-    Ok(validator
-        .iter_errors(target)
+    let mut errors = validator.iter_errors(target);
+    let mut lines: Vec<String> = errors
+        .by_ref()
+        .take(VIOLATIONS_SHOWN)
         .map(|e| {
             let at = e.instance_path().to_string();
             format!("at `{}`: {e}", if at.is_empty() { "/" } else { &at })
         })
-        .collect())
+        .collect();
+    let rest = errors.count();
+    if rest > 0 {
+        lines.push(format!("and {rest} more violation(s)"));
+    }
+    Ok(lines)
 }
 
 /// The manifest inside a response: the response itself when it is bare, its `data` when it is

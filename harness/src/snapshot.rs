@@ -42,6 +42,10 @@ use crate::outcome::FindingKind;
 use crate::outcome::{Ended, Finding, Note, ReproCommand, ScenarioResult, Status, StepRecord};
 use crate::redact::{Redactor, job_ids_in_command};
 
+/// The most conform reads of a stored snapshot: a normalized response, at most what a capture
+/// holds ([`crate::exec::DEFAULT_CAPTURE_LIMIT`]) and its pretty-printing.
+pub const SNAPSHOT_LIMIT: u64 = 16 << 20;
+
 /// The snapshot directory and whether to rewrite it.
 #[derive(Debug, Clone)]
 pub struct SnapshotStore {
@@ -151,11 +155,15 @@ impl SnapshotStore {
     ) -> Result<Comparison, SnapshotError> {
         let path = self.path_for(scenario_id, step);
         let current = snapshot_text(normalized);
-        let stored = match std::fs::read_to_string(&path) {
+        let stored = match crate::input::read_text(&path, SNAPSHOT_LIMIT) {
             Ok(text) => Some(text),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(source) => {
-                return Err(SnapshotError { action: "read", path, source });
+            Err(e) if e.is_not_found() => None,
+            Err(e) => {
+                return Err(SnapshotError {
+                    action: "read",
+                    path,
+                    source: std::io::Error::other(e),
+                });
             }
         };
         let comparison = match stored {

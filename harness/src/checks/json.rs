@@ -29,7 +29,7 @@ pub(super) fn schema(
                     format!("the response does not validate against {}", name.file()),
                 )
                 .expected(format!("a valid {}", name.file()))
-                .actual(v.iter().take(8).cloned().collect::<Vec<_>>().join("\n")),
+                .actual(v.join("\n")),
             ),
             Err(e) => findings.push(Finding::new(FindingKind::Schema, e.to_string())),
         }
@@ -103,7 +103,7 @@ pub(super) fn envelope(expect: &Expect, obs: &Observation, ctx: &Context<'_>) ->
                 }
                 EnvelopeRule::OrBareManifest => "one valid response envelope on stdout".to_owned(),
             })
-            .actual(v.iter().take(8).cloned().collect::<Vec<_>>().join("\n")),
+            .actual(v.join("\n")),
         ],
         Err(e) => vec![Finding::new(FindingKind::Schema, e.to_string())],
     }

@@ -1,5 +1,10 @@
 //! `manifest_rules`: the static registration rules of CONTRACT §2, judged on a manifest
 //! response (bare, or wrapped in an envelope as `data`).
+//!
+//! One broken rule is one root cause however many commands break it: a single command gets a
+//! finding of its own, several get one finding that counts them and names the first
+//! [`NAMED`] (a manifest of 45,000 writers without an idempotency key is one headline, not a
+//! wall of 45,000 findings in every scenario that judges the rule).
 
 use serde_json::Value;
 
@@ -20,8 +25,65 @@ pub(super) fn manifest_rules(
     expect.manifest_rules.iter().flat_map(|rule| check_rule(*rule, response)).collect()
 }
 
-/// Checks one registration rule on a manifest response; each violation is a finding naming the
-/// command and showing the offending entry.
+/// How many offending commands a finding of several names.
+pub const NAMED: usize = 5;
+
+/// One command that breaks a rule.
+struct Violation {
+    /// The command's path.
+    path: String,
+    /// What is wrong with it, in a sentence about it alone.
+    message: String,
+    /// What the rule asks (the same for every violation of one kind).
+    expected: String,
+    /// What the command declares.
+    actual: String,
+    /// What is wrong, said of several commands ("declare interruption with neither ...").
+    plural: &'static str,
+}
+
+/// The findings of a rule's violations: one per kind of violation (its `expected`), naming
+/// the command when it is alone, else counting them and naming the first [`NAMED`].
+fn findings_of(violations: Vec<Violation>) -> Vec<Finding> {
+    let mut kinds: Vec<(String, Vec<Violation>)> = Vec::new();
+    for v in violations {
+        match kinds.iter_mut().find(|(expected, _)| *expected == v.expected) {
+            Some((_, group)) => group.push(v),
+            None => kinds.push((v.expected.clone(), vec![v])),
+        }
+    }
+    kinds
+        .into_iter()
+        .filter_map(|(expected, mut group)| {
+            if group.len() == 1 {
+                let v = group.pop()?;
+                let message = format!("command `{}`: {}", v.path, v.message);
+                return Some(
+                    Finding::new(FindingKind::ManifestRule, message)
+                        .expected(expected)
+                        .actual(v.actual),
+                );
+            }
+            let first = group.first()?;
+            let names: Vec<String> =
+                group.iter().take(NAMED).map(|v| format!("`{}`", v.path)).collect();
+            let mut message =
+                format!("{} commands {}: {}", group.len(), first.plural, names.join(", "));
+            if group.len() > NAMED {
+                message.push_str(&format!(" and {} more", group.len() - NAMED));
+            }
+            Some(
+                Finding::new(FindingKind::ManifestRule, message)
+                    .expected(expected)
+                    .actual(format!("`{}` (the first): {}", first.path, first.actual)),
+            )
+        })
+        .collect()
+}
+
+/// Checks one registration rule on a manifest response. A command that breaks it is a finding
+/// naming the command and showing the offending entry; several are one finding that counts
+/// them (the first five by name) and shows the first one's entry.
 pub fn check_rule(rule: ManifestRule, response: &Value) -> Vec<Finding> {
     let manifest = unwrap_manifest(response);
     let Some(commands) = manifest.get("commands").and_then(Value::as_object) else {
@@ -30,7 +92,7 @@ pub fn check_rule(rule: ManifestRule, response: &Value) -> Vec<Finding> {
                 .actual(compact(manifest)),
         ];
     };
-    let mut findings = Vec::new();
+    let mut violations = Vec::new();
     for (path, entry) in commands {
         let interruption = entry.get("interruption").filter(|v| !v.is_null());
         let danger = entry.get("danger_level").and_then(Value::as_str).unwrap_or("");
@@ -39,12 +101,14 @@ pub fn check_rule(rule: ManifestRule, response: &Value) -> Vec<Finding> {
         let has_flag = |name: &str| flags.is_some_and(|f| f.contains_key(name));
         let get_bool =
             |v: Option<&Value>, k: &str| v.and_then(|v| v.get(k)).and_then(Value::as_bool);
-        let mut fail = |message: String, expected: &str, actual: String| {
-            findings.push(
-                Finding::new(FindingKind::ManifestRule, format!("command `{path}`: {message}"))
-                    .expected(expected.to_owned())
-                    .actual(actual),
-            );
+        let mut fail = |plural: &'static str, message: String, expected: &str, actual: String| {
+            violations.push(Violation {
+                path: path.clone(),
+                message,
+                expected: expected.to_owned(),
+                actual,
+                plural,
+            });
         };
         match rule {
             ManifestRule::DetachOrResume => {
@@ -53,6 +117,7 @@ pub fn check_rule(rule: ManifestRule, response: &Value) -> Vec<Finding> {
                     && get_bool(Some(i), "resume") != Some(true)
                 {
                     fail(
+                        "declare interruption with neither detach nor resume",
                         "declares interruption with neither detach nor resume".into(),
                         "detach: true or resume: true",
                         compact(i),
@@ -64,6 +129,7 @@ pub fn check_rule(rule: ManifestRule, response: &Value) -> Vec<Finding> {
                     && entry.get("exit_codes").and_then(|c| c.get("14")).is_none()
                 {
                     fail(
+                        "declare interruption but no exit code \"14\"",
                         format!("declares interruption {} but no exit code \"14\"", compact(i)),
                         "an exit_codes entry \"14\" (INCOMPLETE)",
                         format!(
@@ -86,6 +152,7 @@ pub fn check_rule(rule: ManifestRule, response: &Value) -> Vec<Finding> {
                     let (want_r, want_s) = if writes { (false, "partial") } else { (true, "none") };
                     if retryable != Some(want_r) || side != Some(want_s) {
                         fail(
+                            "have a \"14\" entry of the wrong shape for their danger level",
                             format!("the \"14\" entry of a {danger} command has the wrong shape"),
                             &format!("retryable: {want_r}, side_effects: \"{want_s}\""),
                             compact(e14),
@@ -106,6 +173,7 @@ pub fn check_rule(rule: ManifestRule, response: &Value) -> Vec<Finding> {
                     }
                     if !bad.is_empty() {
                         fail(
+                            "declare interruption together with a declaration that excludes it",
                             "declares interruption together with a declaration that excludes it"
                                 .into(),
                             "no async, streaming or protocol stdout beside interruption",
@@ -120,6 +188,7 @@ pub fn check_rule(rule: ManifestRule, response: &Value) -> Vec<Finding> {
                     && !has_flag("idempotency-key")
                 {
                     fail(
+                        "write, are resumable and have no idempotency-key flag",
                         format!("is {danger} and resumable but has no idempotency-key flag"),
                         "an `idempotency-key` flag",
                         format!(
@@ -138,11 +207,13 @@ pub fn check_rule(rule: ManifestRule, response: &Value) -> Vec<Finding> {
                 }
                 match (interruption.is_some(), has_flag("budget")) {
                     (true, false) => fail(
+                        "declare interruption but have no budget flag",
                         "declares interruption but has no budget flag".into(),
                         "a `budget` flag",
                         "no `budget` flag".into(),
                     ),
                     (false, true) => fail(
+                        "have a budget flag but declare no interruption",
                         "has a budget flag but declares no interruption".into(),
                         "no `budget` flag on a command without interruption",
                         compact(flags.and_then(|f| f.get("budget")).unwrap_or(&Value::Null)),
@@ -152,5 +223,5 @@ pub fn check_rule(rule: ManifestRule, response: &Value) -> Vec<Finding> {
             }
         }
     }
-    findings
+    findings_of(violations)
 }

@@ -66,7 +66,7 @@ impl Parts {
             stdin: ReproStdin::Closed,
             cwd: None,
         };
-        let record = StepRecord::from_exec(self.name, repro, &outcome, json.as_ref().ok().cloned());
+        let record = StepRecord::from_exec(self.name, repro, &outcome, json.as_ref().ok());
         Observation { record, outcome, json, sandbox_root: PathBuf::from(self.sandbox_root) }
     }
 }

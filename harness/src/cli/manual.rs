@@ -37,6 +37,7 @@ pub const TOPICS: &[Topic] = topics! {
     "templates": "templates, duration expressions and calibration variables",
     "checks": "the checks of `expect` and the findings they give",
     "redaction": "how responses are normalized before they are compared",
+    "hostile": "beside a hostile tool: inert output, sandbox removal, bounded inputs, writes outside",
 };
 
 /// The topic of this name.

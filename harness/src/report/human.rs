@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use super::{Collector, RunReport, Sink, human_duration};
 use crate::event::{Event, ReportError, Reporter};
 use crate::exit;
+use crate::inert::Styles;
 use crate::levels::{Claim, ClaimVerdict, KitCheckVerdict, KitStatus};
 use crate::outcome::{BaselineMark, Note, ScenarioResult, Status, StepRecord};
 use crate::scenario::Obligation;
@@ -37,13 +38,17 @@ impl Reporter for HumanReporter {
     }
 }
 
-/// ANSI styling that is a no-op when colour is off.
+/// ANSI styling that is a no-op when colour is off; its sequences carry the key of the
+/// report's [`Styles`], so that only they survive the report's [`Styles::finish`].
 #[derive(Debug, Clone, Copy)]
-struct Paint(bool);
+struct Paint(Option<Styles>);
 
 impl Paint {
     fn wrap(self, code: &str, text: &str) -> String {
-        if self.0 { format!("\x1b[{code}m{text}\x1b[0m") } else { text.to_owned() }
+        match self.0 {
+            Some(styles) => styles.wrap(code, text),
+            None => text.to_owned(),
+        }
     }
     fn red(self, t: &str) -> String {
         self.wrap("1;31", t)
@@ -88,9 +93,12 @@ impl Paint {
     }
 }
 
-/// The whole human report as text.
+/// The whole human report as text. Everything in it that conform did not write (the tool's
+/// output, command lines, paths) is made inert ([`crate::inert`]): only conform's own colours
+/// reach the terminal as escape sequences.
 pub fn render(report: &RunReport, colour: bool) -> String {
-    let p = Paint(colour);
+    let styles = Styles::new();
+    let p = Paint(colour.then_some(styles));
     let mut out = String::new();
     let info = &report.info;
     let _ = writeln!(
@@ -169,7 +177,7 @@ pub fn render(report: &RunReport, colour: bool) -> String {
     }
     render_notes(&mut out, p, report);
     render_summary(&mut out, p, report);
-    out
+    styles.finish(&out)
 }
 
 /// How many scenario ids a note lists before it only counts them.

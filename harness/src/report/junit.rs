@@ -18,6 +18,7 @@ use quick_junit::{
 use super::human::steps_to_show;
 use super::{Collector, RunReport, Sink};
 use crate::event::{Event, ReportError, Reporter};
+use crate::inert;
 use crate::outcome::{BaselineMark, ScenarioResult, Status};
 
 /// Writes JUnit XML when the run finishes.
@@ -66,8 +67,11 @@ pub fn render(report: &RunReport) -> Result<String, ReportError> {
         }
         junit.add_test_suite(suite);
     }
+    // The XML writer strips escape sequences; what it lets through (a C1 control, a
+    // bidirectional override) is made visible here, in whatever field it came.
     junit
         .to_string()
+        .map(|xml| inert::text(&xml).into_owned())
         .map_err(|e| ReportError::new("serialize the JUnit report", std::io::Error::other(e)))
 }
 
@@ -84,21 +88,23 @@ fn test_case(r: &ScenarioResult) -> TestCase {
         (Status::Pass, _) => TestCaseStatus::success(),
         (Status::Fail, _) => {
             let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
-            let message =
-                r.findings.first().map_or_else(|| "failed".to_owned(), |f| f.message.clone());
+            let message = r
+                .findings
+                .first()
+                .map_or_else(|| "failed".to_owned(), |f| inert::line(&f.message).into_owned());
             let ty = r.findings.first().map_or_else(|| "fail".to_owned(), |f| f.check.to_string());
             s.set_type(ty).set_message(message).set_description(failure_text(r));
             s
         }
         (Status::Skip { reason }, _) => {
             let mut s = TestCaseStatus::skipped();
-            s.set_message(reason.to_string());
+            s.set_message(inert::line(&reason.to_string()).into_owned());
             s
         }
         (Status::Error { message }, _) => {
             let mut s = TestCaseStatus::non_success(NonSuccessKind::Error);
             s.set_type("harness-error")
-                .set_message(message.as_str())
+                .set_message(inert::line(message).into_owned())
                 .set_description(failure_text(r));
             s
         }
@@ -129,7 +135,8 @@ fn test_case(r: &ScenarioResult) -> TestCase {
     case
 }
 
-/// Every finding, then the repro of the steps they name.
+/// Every finding, then the repro of the steps they name; what the tool wrote in it made
+/// visible ([`inert::text`]) rather than left for the XML writer to strip.
 fn failure_text(r: &ScenarioResult) -> String {
     let mut out = format!("{}\n", r.criterion);
     for finding in &r.findings {
@@ -138,5 +145,5 @@ fn failure_text(r: &ScenarioResult) -> String {
     for step in steps_to_show(r) {
         let _ = writeln!(out, "\nreproduce `{}` ({}):\n  {}", step.name, step.ended, step.repro);
     }
-    out
+    inert::text(&out).into_owned()
 }

@@ -9,6 +9,7 @@ use std::fmt::Write as _;
 use super::{Collector, RunReport, Sink, human_duration};
 use crate::event::{Event, ReportError, Reporter};
 use crate::exit;
+use crate::inert;
 use crate::outcome::{BaselineMark, Repro, ScenarioResult, Status, StepRecord};
 
 /// Writes the Markdown summary when the run finishes.
@@ -33,9 +34,10 @@ impl Reporter for MarkdownReporter {
     }
 }
 
-/// Makes text safe inside a table cell: no pipes, no line breaks.
+/// Makes text safe inside a table cell: no pipes, no line breaks, no control character
+/// ([`inert::line`]).
 fn cell(text: &str) -> String {
-    text.replace('|', "\\|").replace(['\n', '\r'], " ")
+    inert::line(&text.replace('|', "\\|").replace(['\n', '\r'], " ")).into_owned()
 }
 
 /// How many of a claim's reasons the claim table shows; the rest are counted.

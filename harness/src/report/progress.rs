@@ -5,6 +5,9 @@
 //!   and a line above it for each failure or harness error as soon as it happens.
 //! * Otherwise (CI logs, pipes): one line per finished scenario,
 //!   `[ 3/12] pass   must   REQ-F-080 budget-flag-beats-env 2.03s`.
+//!
+//! Whatever a line quotes that conform did not write (a skip reason quoting a response, a
+//! calibration's error, the tool's path) is made inert and kept on the line ([`inert::line`]).
 
 use std::io::IsTerminal;
 
@@ -12,6 +15,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::{Sink, colour_for_stderr, human_duration};
 use crate::event::{Event, ReportError, Reporter};
+use crate::inert;
 use crate::outcome::{ScenarioResult, Status};
 
 enum Mode {
@@ -57,8 +61,10 @@ impl ProgressReporter {
         self.done
     }
 
-    /// A line about the run itself (a calibration, a failed setup), between scenario lines.
+    /// A line about the run itself (a calibration, a failed setup), between scenario lines;
+    /// what it quotes of the tool is made inert, on one line.
     fn note(&mut self, line: &str) -> Result<(), ReportError> {
+        let line = inert::line(line);
         match &mut self.mode {
             Mode::Lines { sink, .. } => sink.write_all(&format!("{line}\n")),
             Mode::Bar(bar) => {
@@ -79,7 +85,7 @@ impl ProgressReporter {
             (Status::Fail | Status::Error { .. }, true) => format!("\x1b[1;31m{word}\x1b[0m"),
         };
         let tail = match &r.status {
-            Status::Skip { reason } => reason.to_string(),
+            Status::Skip { reason } => inert::line(&reason.to_string()).into_owned(),
             _ => human_duration(r.duration_ms),
         };
         format!(
@@ -112,12 +118,12 @@ impl Reporter for ProgressReporter {
                     Mode::Lines { sink, .. } => sink.write_all(&format!(
                         "conform: {} scenarios against {}, {}\n",
                         info.scenario_count,
-                        info.tool,
+                        inert::line(&info.tool),
                         at_a_time(info)
                     )),
                     Mode::Bar(bar) => {
                         bar.set_length(info.scenario_count as u64);
-                        bar.set_message(format!("against {}", info.tool));
+                        bar.set_message(format!("against {}", inert::line(&info.tool)));
                         Ok(())
                     }
                 }

@@ -194,7 +194,7 @@ fn unified_mount(mountinfo: &str) -> Option<(PathBuf, PathBuf)> {
 }
 
 /// Undoes mountinfo's octal escapes (`\040` for a space).
-fn unescape(field: &str) -> String {
+pub(super) fn unescape(field: &str) -> String {
     let bytes = field.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;

@@ -152,7 +152,7 @@ pub fn remove_stale_sandboxes(parent: &Path) -> Vec<StaleSandbox> {
             continue;
         }
         let killed = sweep::kill_marked(&owner.marker).len();
-        if fs::remove_dir_all(&path).is_ok() {
+        if super::remove::remove_tree(&path).is_ok() {
             removed.push(StaleSandbox { path, owner_pid: owner.pid, killed });
         }
     }
@@ -177,9 +177,10 @@ pub fn describe(stale: &StaleSandbox) -> String {
         0 => String::new(),
         n => format!(", and killed {n} process(es) of it still running"),
     };
+    // The directory's name is conform's prefix and whatever follows: shown inert.
     format!(
         "removed the sandbox {} of conform process {}, which is gone{killed}",
-        stale.path.display(),
+        crate::inert::line(&stale.path.display().to_string()),
         stale.owner_pid
     )
 }

@@ -185,7 +185,9 @@ pub fn run_steps(
     }
     outcome.notes = state.notes.take();
     outcome.failed_cancels = state.clean_up();
-    outcome.records = state.observations.iter().map(|o| o.record.clone()).collect();
+    // Moved, not cloned: a record may hold a response of megabytes (a large manifest).
+    outcome.records =
+        std::mem::take(&mut state.observations).into_iter().map(|o| o.record).collect();
     outcome
 }
 
@@ -351,7 +353,7 @@ impl ScenarioState<'_> {
         let json = observe::parse_stdout(&outcome);
         let hold = self.hold_of(inv);
         let repro = Repro::from_invocation(inv, &self.base_env);
-        let record = StepRecord::from_exec(name, repro, &outcome, json.as_ref().ok().cloned());
+        let record = StepRecord::from_exec(name, repro, &outcome, json.as_ref().ok());
         self.observations.push(Observation {
             record,
             outcome,

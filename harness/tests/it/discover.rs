@@ -219,3 +219,31 @@ mod one_headline {
         }
     }
 }
+
+/// Every command breaking a rule is one finding when alone; several are one finding that
+/// counts them and names the first five.
+#[test]
+fn many_commands_breaking_one_rule_are_one_finding() {
+    let mut commands = serde_json::Map::new();
+    for i in 1..=45_000 {
+        commands.insert(
+            format!("w{i}"),
+            json!({"danger_level": "mutating", "interruption": {"resume": true}}),
+        );
+    }
+    let manifest = json!({"schema_version": "1.0", "commands": commands});
+    let findings = check_rule(ManifestRule::ResumableWriterHasKey, &manifest);
+    assert_eq!(findings.len(), 1, "{findings:#?}");
+    assert_eq!(
+        findings[0].message,
+        "45000 commands write, are resumable and have no idempotency-key flag: `w1`, `w2`, `w3`, `w4`, `w5` and 44995 more"
+    );
+    assert_eq!(findings[0].actual.as_deref(), Some("`w1` (the first): flags: "));
+    let two = json!({"commands": {
+        "a": {"danger_level": "mutating", "interruption": {"resume": true}},
+        "b": {"danger_level": "destructive", "interruption": {"resume": true}},
+    }});
+    let findings = check_rule(ManifestRule::ResumableWriterHasKey, &two);
+    assert_eq!(findings.len(), 1);
+    assert!(findings[0].message.starts_with("2 commands write, are resumable"), "{findings:?}");
+}

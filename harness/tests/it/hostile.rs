@@ -6,7 +6,7 @@
 //! away and kills it). Judging those facts ("stdout is not JSON", "a process leaked") is the
 //! checks' business; here the facts themselves are under test.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use conform::exec::{self, Graces, Invocation, Outcome, Program, StdinMode, Termination};
@@ -765,4 +765,441 @@ esac
             && n.contains("not found")),
         "{notes:?}"
     );
+}
+
+/// The lines of `text` holding a character a terminal acts on: a C0 control other than a
+/// newline or a tab, DEL, or a C1 control.
+fn raw_controls(text: &[u8]) -> Vec<String> {
+    String::from_utf8_lossy(text)
+        .lines()
+        .filter(|l| {
+            l.chars()
+                .any(|c| matches!(c, '\u{0}'..='\u{8}' | '\u{b}'..='\u{1f}' | '\u{7f}'..='\u{9f}'))
+        })
+        .map(|l| format!("{l:?}"))
+        .collect()
+}
+
+/// A tool writing escape sequences on stdout, on stderr and in its commands' names
+/// (`escapes.sh`): conform's human report, its progress and messages on stderr, the JUnit
+/// report, the Markdown summary and `conform init`'s draft show every one of them as a visible
+/// escape (`\e]0;PWNED…`), never as the sequence itself.
+#[test]
+fn a_tools_escape_sequences_reach_no_terminal_and_no_text_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let (junit, markdown) = (dir.path().join("junit.xml"), dir.path().join("summary.md"));
+    let out = crate::support::conform()
+        .env("TMPDIR", dir.path())
+        .env_remove("NO_COLOR")
+        .arg("run")
+        .arg(fixture("escapes.sh"))
+        .arg("--junit")
+        .arg(&junit)
+        .arg("--summary-md")
+        .arg(&markdown)
+        .output()
+        .unwrap();
+    assert_eq!(crate::support::code(&out), 80, "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    // The evidence is there, made visible: the title sequence of stdout, stderr and a name.
+    for shown in [r"\e]0;PWNED-STDOUT\x07", r"\e]0;PWNED-STDERR\x07", r"\e]0;PWNED-NAME\x07"] {
+        assert!(stdout.contains(shown), "`{shown}` not in the report:\n{stdout}");
+    }
+    let junit = std::fs::read(&junit).unwrap();
+    assert!(String::from_utf8_lossy(&junit).contains(r"\e]0;PWNED-STDOUT\x07"));
+    let init = crate::support::conform().arg("init").arg(fixture("escapes.sh")).output().unwrap();
+    assert_eq!(crate::support::code(&init), 0, "{}", String::from_utf8_lossy(&init.stderr));
+    for (what, bytes) in [
+        ("stdout", out.stdout.clone()),
+        ("stderr", out.stderr.clone()),
+        ("the JUnit report", junit),
+        ("the Markdown summary", std::fs::read(&markdown).unwrap()),
+        ("conform init's draft", init.stdout),
+    ] {
+        let raw = raw_controls(&bytes);
+        assert!(raw.is_empty(), "{what} holds raw control characters:\n{}", raw.join("\n"));
+    }
+}
+
+/// Runs `cmd` to its end, reading its stdout and stderr, or kills it after `deadline`; returns
+/// its output, the wall time and the peak resident memory in KiB of the largest child this
+/// test process has waited for (nextest runs each test in a process of its own: conform's),
+/// or `None` when it had to be killed.
+fn run_measured(
+    mut cmd: std::process::Command,
+    deadline: Duration,
+) -> Option<(std::process::Output, Duration, i64)> {
+    use std::io::Read as _;
+    let began = Instant::now();
+    let mut child = cmd
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (mut stdout, mut stderr) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+    let out = std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = stdout.read_to_end(&mut bytes);
+        bytes
+    });
+    let err = std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = stderr.read_to_end(&mut bytes);
+        bytes
+    });
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            let output = std::process::Output {
+                status,
+                stdout: out.join().unwrap(),
+                stderr: err.join().unwrap(),
+            };
+            // The largest child this test process waited for: conform (its own children
+            // count in its own figure, never in the test's).
+            let usage =
+                nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN)
+                    .unwrap();
+            return Some((output, began.elapsed(), usage.max_rss()));
+        }
+        if began.elapsed() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A profile or a baseline that is a device (`/dev/zero`), a FIFO, a directory or a file past
+/// the limit is a bad invocation, refused at once in a few MiB, with the reason in the
+/// envelope: before, `/dev/zero` grew conform to 1.5 GB in 3 s and a FIFO hung it.
+#[test]
+fn a_profile_or_baseline_that_is_no_regular_file_or_too_large_is_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo.toml");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let large = dir.path().join("large.toml");
+    std::fs::write(&large, format!("# {}\n", "x".repeat(2 << 20))).unwrap();
+    let cases: [(&std::path::Path, &str); 4] = [
+        (std::path::Path::new("/dev/zero"), "a character device, not a regular file"),
+        (&fifo, "a FIFO, not a regular file"),
+        (dir.path(), "a directory, not a regular file"),
+        (&large, "larger than 1048576 bytes"),
+    ];
+    for option in ["--profile", "--baseline"] {
+        for (path, why) in cases {
+            let mut cmd = crate::support::conform();
+            cmd.arg("run").arg(crate::support::faketool()).arg(option).arg(path);
+            cmd.args(["--format", "json"]);
+            let Some((out, took, max_kib)) = run_measured(cmd, SLACK) else {
+                panic!("{option} {}: conform still ran after {SLACK:?}", path.display());
+            };
+            let envelope = crate::support::stdout_json(&out);
+            assert_eq!(crate::support::code(&out), 2, "{option} {}: {envelope:#}", path.display());
+            assert_eq!(envelope["error"]["code"], "ARG_ERROR");
+            let message = envelope["error"]["message"].as_str().unwrap();
+            assert!(message.contains(why), "{option} {}: {message}", path.display());
+            assert!(took < Duration::from_secs(5), "{option} {}: {took:?}", path.display());
+            assert!(max_kib < 64 * 1024, "{option} {}: {max_kib} KiB", path.display());
+        }
+    }
+}
+
+/// 45,000 commands breaking three registration rules are three findings, one per rule, each
+/// counting the commands and naming five; the JSON report stays small and conform's memory
+/// bounded. Before: one finding per command and rule (135,000), a 29.6 MB report and 2.36 GB
+/// of memory.
+#[test]
+fn a_manifest_of_45000_writers_is_one_finding_per_rule_in_a_bounded_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = crate::support::conform();
+    cmd.env("TMPDIR", dir.path()).arg("run").arg(fixture("many-writers.sh"));
+    cmd.args(["--format", "json"]);
+    let (out, _, max_kib) = run_measured(cmd, Duration::from_secs(120)).expect("conform hung");
+    let report = crate::support::stdout_json(&out);
+    assert_eq!(crate::support::code(&out), 80, "{report:#}");
+    for id in [
+        "resumable-writer-takes-idempotency-key",
+        "interruption-declares-incomplete-exit",
+        "budget-flag-listed-where-interruptible",
+    ] {
+        let scenario =
+            report["data"]["scenarios"].as_array().unwrap().iter().find(|s| s["id"] == id).unwrap();
+        let findings = scenario["findings"].as_array().unwrap();
+        assert_eq!(findings.len(), 1, "{id}: {findings:#?}");
+        let message = findings[0]["message"].as_str().unwrap();
+        assert!(message.starts_with("45000 commands "), "{id}: {message}");
+        assert!(message.ends_with("`w1`, `w2`, `w3`, `w4`, `w5` and 44995 more"), "{message}");
+    }
+    assert!(out.stdout.len() < 1 << 20, "a report of {} bytes", out.stdout.len());
+    assert!(max_kib < 1_250_000, "conform grew to {max_kib} KiB");
+}
+
+/// A tool that leaves fifty processes behind gets twenty `leaked-process` findings and one
+/// that counts the other thirty, and none of the fifty outlives the run.
+#[test]
+fn fifty_leaked_processes_are_twenty_findings_and_a_count() {
+    let tag = unique_digits();
+    let argv = format!("sleep 402.{tag}");
+    let _guard = KillOnDrop(argv.clone());
+    let run = RunDir::new(&tag);
+    let out = crate::support::conform()
+        .current_dir(run.dir.path())
+        .env("TMPDIR", run.tmp())
+        .arg("run")
+        .arg(fixture("many-leaks.sh"))
+        .arg("--profile")
+        .arg(run.dir.path().join("conform.toml"))
+        .args(["--only", "manifest-valid", "--format", "json"])
+        .output()
+        .unwrap();
+    let report = crate::support::stdout_json(&out);
+    let scenario = &report["data"]["scenarios"][0];
+    let leaks: Vec<&str> = scenario["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["check"] == "leaked-process")
+        .map(|f| f["message"].as_str().unwrap())
+        .collect();
+    assert_eq!(leaks.len(), 21, "{scenario:#}");
+    assert_eq!(leaks[20], "and 30 more `leaked-process` finding(s) like the 20 above");
+    assert_eq!(processes_running(&argv), Vec::<u32>::new(), "left after the run");
+    assert_eq!(run.left_in_tmp(), Vec::<PathBuf>::new(), "sandboxes left");
+}
+
+/// `cmd` with its descriptor limit lowered to `limit` (soft and hard, as `ulimit -n` does).
+fn with_fd_limit(cmd: &std::process::Command, limit: u32) -> std::process::Command {
+    let mut wrapped = std::process::Command::new("/bin/sh");
+    wrapped
+        .args(["-c", &format!("ulimit -n {limit} && exec \"$@\""), "sh"])
+        .arg(cmd.get_program())
+        .args(cmd.get_args());
+    for (key, value) in cmd.get_envs() {
+        match value {
+            Some(value) => wrapped.env(key, value),
+            None => wrapped.env_remove(key),
+        };
+    }
+    if let Some(dir) = cmd.get_current_dir() {
+        wrapped.current_dir(dir);
+    }
+    wrapped
+}
+
+/// The owner file of a sandbox made by a conform of another boot: certainly gone.
+fn stale_owner_file() -> String {
+    let elsewhere = tempfile::tempdir().unwrap();
+    let real = Sandbox::new_in(elsewhere.path()).unwrap();
+    let text = std::fs::read_to_string(real.root().join(sandbox::OWNER_FILE)).unwrap();
+    text.lines()
+        .map(|l| if l.starts_with("boot ") { "boot another-boot".to_owned() } else { l.to_owned() })
+        .collect::<Vec<_>>()
+        .join("\n")
+        + "\n"
+}
+
+/// Makes `dir` and everything below it read-only, as `chmod -R a-w` does.
+fn make_read_only(dir: &std::path::Path) {
+    use std::os::unix::fs::PermissionsExt;
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        if entry.file_type().unwrap().is_dir() {
+            make_read_only(&entry.path());
+        }
+        let mode = entry.metadata().unwrap().permissions().mode() & !0o222;
+        std::fs::set_permissions(entry.path(), std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+}
+
+/// As a user without privileges (`nobody` when the test runs as root), a tool that leaves a
+/// read-only tree (Go's module cache: directories 0555) leaves no sandbox behind, and a stale
+/// sandbox holding such a tree (of a conform of another boot) is removed by the next run.
+/// Before: every scenario's sandbox stayed (6 of a run of `readonly-tree.sh`), and the stale
+/// one for ever.
+#[test]
+fn a_read_only_tree_leaves_no_sandbox_behind_for_an_unprivileged_user() {
+    let root = nix::unistd::geteuid().is_root();
+    let setpriv = ["/usr/bin/setpriv", "/bin/setpriv"].into_iter().find(|p| Path::new(p).exists());
+    if root && setpriv.is_none() {
+        eprintln!("skipped: running as root without setpriv, no unprivileged user to test as");
+        return;
+    }
+    if let Some(setpriv) = setpriv.filter(|_| root) {
+        // The binary and the fixture must be within `nobody`'s reach (not under /root).
+        let reach = std::process::Command::new(setpriv)
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "/bin/sh", "-c"])
+            .arg(r#"test -x "$0" && test -r "$1""#)
+            .arg(env!("CARGO_BIN_EXE_conform"))
+            .arg(fixture("readonly-tree.sh"))
+            .status()
+            .unwrap();
+        if !reach.success() {
+            eprintln!("skipped: the build is out of reach of user nobody");
+            return;
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = dir.path().join("tmp");
+    let stale = tmp.join("conform-stale1");
+    std::fs::create_dir_all(stale.join("home/go/pkg/mod/m@v1/sub")).unwrap();
+    std::fs::write(stale.join("home/go/pkg/mod/m@v1/sub/m.go"), "package m").unwrap();
+    std::fs::write(stale.join(sandbox::OWNER_FILE), stale_owner_file()).unwrap();
+    make_read_only(&stale.join("home/go"));
+    let (user, group) = (nix::unistd::Uid::from_raw(65534), nix::unistd::Gid::from_raw(65534));
+    if root {
+        for path in [dir.path().to_path_buf(), tmp.clone()] {
+            nix::unistd::chown(&path, Some(user), Some(group)).unwrap();
+        }
+        let status = std::process::Command::new("chown")
+            .args(["-R", "65534:65534"])
+            .arg(&stale)
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+    let mut cmd = match setpriv.filter(|_| root) {
+        Some(setpriv) => {
+            let mut cmd = std::process::Command::new(setpriv);
+            cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups"]);
+            cmd.arg(env!("CARGO_BIN_EXE_conform"));
+            cmd
+        }
+        None => crate::support::conform(),
+    };
+    cmd.current_dir(dir.path())
+        .env("TMPDIR", &tmp)
+        .env("PATH", "/usr/bin:/bin")
+        .arg("run")
+        .arg(fixture("readonly-tree.sh"));
+    let out = cmd.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(crate::support::code(&out), 80, "{stderr}");
+    assert!(stderr.contains("removed the sandbox"), "the stale one was not removed: {stderr}");
+    let left: Vec<PathBuf> = std::fs::read_dir(&tmp).unwrap().flatten().map(|e| e.path()).collect();
+    assert_eq!(left, Vec::<PathBuf>::new(), "sandboxes left:\n{stderr}");
+}
+
+/// A tool running as root that mounts a file system in its sandbox, bind-mounts a directory
+/// of the machine into it and makes a file immutable and a directory append-only leaves no
+/// sandbox and no mount behind, and the directory it bind-mounted keeps its files. Before: both
+/// sandboxes of the run stayed, with their four mounts.
+#[test]
+fn mounts_and_immutable_files_leave_no_sandbox_and_spare_what_was_mounted() {
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("skipped: mounting and chattr +i need root");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (tmp, canary) = (dir.path().join("tmp"), dir.path().join("canary"));
+    std::fs::create_dir_all(&tmp).unwrap();
+    std::fs::create_dir_all(&canary).unwrap();
+    std::fs::write(canary.join("keep"), "precious").unwrap();
+    let profile = dir.path().join("conform.toml");
+    std::fs::write(
+        &profile,
+        format!("[tool]\nenv = {{ HOSTILE_CANARY = \"{}\" }}\n", canary.display()),
+    )
+    .unwrap();
+    // What the fixture can do here: a tool without the privilege would leave nothing to test.
+    let probe = dir.path().join("probe");
+    std::fs::create_dir(&probe).unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "probe"])
+        .arg(&probe)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        eprintln!("skipped: this machine does not let root mount a tmpfs");
+        return;
+    }
+    let _ = std::process::Command::new("umount").arg(&probe).status();
+    let out = crate::support::conform()
+        .current_dir(dir.path())
+        .env("TMPDIR", &tmp)
+        .arg("run")
+        .arg(fixture("mounts-and-immutable.sh"))
+        .arg("--profile")
+        .arg(&profile)
+        .args(["--only", "manifest-valid", "--format", "json"])
+        .output()
+        .unwrap();
+    let report = crate::support::stdout_json(&out);
+    assert_eq!(crate::support::status_of(&report, "manifest-valid"), "pass", "{report:#}");
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let tmp_text = tmp.display().to_string();
+    let left_mounted: Vec<&str> = mounts.lines().filter(|l| l.contains(&tmp_text)).collect();
+    assert_eq!(left_mounted, Vec::<&str>::new(), "mounts left");
+    let left: Vec<PathBuf> = std::fs::read_dir(&tmp).unwrap().flatten().map(|e| e.path()).collect();
+    assert_eq!(left, Vec::<PathBuf>::new(), "sandboxes left");
+    assert_eq!(std::fs::read_to_string(canary.join("keep")).unwrap(), "precious");
+}
+
+/// Under `ulimit -n 64`, with the default `-j`, a tool that leaves a deep tree in each sandbox
+/// (removing it holds a descriptor per level) leaves no sandbox behind: a removal that runs
+/// out of descriptors is tried again once the run is over. Before: 3 to 6 sandboxes stayed.
+#[test]
+fn a_low_descriptor_limit_leaves_no_sandbox_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let mut cmd = crate::support::conform();
+    cmd.current_dir(dir.path()).env("TMPDIR", &tmp).arg("run").arg(fixture("deep-tree.sh"));
+    let out = with_fd_limit(&cmd, 64).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), None, "{stderr}");
+    let left: Vec<PathBuf> = std::fs::read_dir(&tmp).unwrap().flatten().map(|e| e.path()).collect();
+    assert_eq!(left, Vec::<PathBuf>::new(), "sandboxes left:\n{stderr}");
+}
+
+/// Removes on drop the files a test's tool wrote in /tmp (`/tmp/<prefix>*`).
+struct RemoveOnDrop(String);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        for entry in std::fs::read_dir("/tmp").into_iter().flatten().flatten() {
+            if entry.file_name().to_string_lossy().starts_with(&self.0) {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+    }
+}
+
+/// A tool writing in /tmp and in `../..` from its working directory (conform's temporary
+/// directory) at every call gets a note on the scenario naming both files: before, nothing
+/// said so.
+#[test]
+fn writes_outside_the_sandbox_are_noted_on_the_scenario() {
+    let tag = unique_digits();
+    let _cleanup = RemoveOnDrop(format!("hostile-outside-{tag}-"));
+    let run = RunDir::new(&tag);
+    let out = crate::support::conform()
+        .current_dir(run.dir.path())
+        .env("TMPDIR", run.tmp())
+        .arg("run")
+        .arg(fixture("writes-outside.sh"))
+        .arg("--profile")
+        .arg(run.dir.path().join("conform.toml"))
+        .args(["--only", "manifest-valid", "--format", "json"])
+        .output()
+        .unwrap();
+    let report = crate::support::stdout_json(&out);
+    let scenario = &report["data"]["scenarios"][0];
+    let note = scenario["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|n| n.as_str())
+        .find(|n| n.starts_with("outside the sandbox, while the scenario ran: "))
+        .unwrap_or_else(|| panic!("no note of the writes outside: {scenario:#}"));
+    let tmp = run.tmp().canonicalize().unwrap();
+    for place in [Path::new("/tmp").canonicalize().unwrap(), tmp] {
+        let file = format!("{}/hostile-outside-{tag}-", place.display());
+        assert!(note.contains(&file), "{file}… not in: {note}");
+    }
+    assert!(note.contains(" (new file)"), "{note}");
+    // The files stay: conform reports what it did not make, and removes none of it.
+    let left = run.left_in_tmp();
+    assert_eq!(left.len(), 2, "{left:?}");
+    assert!(left.iter().all(|p| p.to_string_lossy().contains("hostile-outside-")), "{left:?}");
 }

@@ -16,6 +16,8 @@ use std::path::{Path, PathBuf};
 /// the summary, never the engine.
 const LAYERS: &[&str] = &[
     // foundations
+    "inert",
+    "input",
     "exec",
     "pace",
     "embedded",

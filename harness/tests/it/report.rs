@@ -830,3 +830,79 @@ fn a_passing_scenario_keeps_its_runs_without_their_output_unless_all_is_asked() 
     both["scenarios"][0]["evidence"][0]["envelope"] = ok_envelope();
     assert!(!errors(&schema, &both).is_empty());
 }
+
+/// What a hostile tool may put in every string a report shows: a screen clear, a window title,
+/// a colour, a C1 CSI and a right-to-left override.
+const HOSTILE: &str = "\u{1b}[2J\u{1b}]0;PWNED\u{7}\u{1b}[31m\u{9b}1m\u{202e}x\r";
+
+/// Every string of the sample results that can come from a tool, replaced by [`HOSTILE`].
+fn hostile_results() -> Vec<ScenarioResult> {
+    let mut results = sample_results();
+    for r in &mut results {
+        for f in &mut r.findings {
+            f.message = format!("{} {HOSTILE}", f.message);
+            f.expected = Some(format!("line one\n{HOSTILE}"));
+            f.actual = Some(HOSTILE.to_owned());
+        }
+        for s in &mut r.steps {
+            s.stderr.text = format!("{HOSTILE}\nlast {HOSTILE}\n");
+            s.stdout.text = HOSTILE.to_owned();
+            s.repro.command = ReproCommand::Shell(format!("./mytool job wait {HOSTILE}"));
+            s.repro.env.insert("X".to_owned(), HOSTILE.to_owned());
+            s.repro.cwd = Some(format!("/tmp/{HOSTILE}"));
+        }
+        r.notes.push(Note::Advisory(HOSTILE.to_owned()));
+        match &mut r.status {
+            Status::Error { message } => *message = HOSTILE.to_owned(),
+            Status::Skip { reason } => {
+                *reason = SkipReason::PremiseNotMet { step: "call".into(), why: HOSTILE.into() }
+            }
+            _ => {}
+        }
+    }
+    results[1].baseline = Some(BaselineMark::ExpectedFailure { reason: HOSTILE.to_owned() });
+    results
+}
+
+/// The escape sequences in `text` that conform's own colours did not write.
+fn foreign_escapes(text: &str) -> Vec<String> {
+    let own = regex::Regex::new(r"\x1b\[[0-9;]+m").unwrap();
+    own.replace_all(text, "")
+        .lines()
+        .filter(|l| {
+            l.chars().any(|c| matches!(c, '\u{0}'..='\u{8}' | '\u{b}'..='\u{1f}' | '\u{7f}'..='\u{9f}' | '\u{202e}'))
+        })
+        .map(|l| format!("{l:?}"))
+        .collect()
+}
+
+#[test]
+fn every_text_report_shows_a_tools_control_characters_as_visible_escapes() {
+    let report = sample_report(hostile_results());
+    let coloured = human::render(&report, true);
+    assert!(coloured.contains("\x1b[1;31mFAIL"), "conform's own colours stay");
+    for (what, text) in [
+        ("the human report", human::render(&report, false)),
+        ("the coloured human report", coloured),
+        ("the Markdown summary", markdown::render(&report)),
+        ("the JUnit report", junit::render(&report).unwrap()),
+    ] {
+        assert_eq!(foreign_escapes(&text), Vec::<String>::new(), "{what}:\n{text}");
+        assert!(text.contains(r"\e]0;PWNED\x07"), "{what} does not show the sequence:\n{text}");
+    }
+    let buf = SharedBuf::default();
+    let mut reporter = progress::ProgressReporter::new(buf.sink(), true);
+    reporter.handle(&Event::RunStarted(info())).unwrap();
+    reporter
+        .handle(&Event::Calibrated { role: "detach".into(), outcome: Err(HOSTILE.into()) })
+        .unwrap();
+    reporter
+        .handle(&Event::SetupFailed { id: "x".into(), error: format!("{HOSTILE}\n{HOSTILE}") })
+        .unwrap();
+    for r in report.results {
+        reporter.handle(&Event::ScenarioFinished(Box::new(r))).unwrap();
+    }
+    let lines = buf.text();
+    assert_eq!(foreign_escapes(&lines), Vec::<String>::new(), "progress:\n{lines}");
+    assert_eq!(lines.lines().count(), 9, "one line per event:\n{lines}");
+}
