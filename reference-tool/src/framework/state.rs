@@ -332,6 +332,16 @@ fn private_file_options() -> std::fs::OpenOptions {
 /// Prepares the state database `path` before SQLite opens it: created 0600 if missing (SQLite
 /// gives its `-wal` and `-shm` the database's mode), and it, `-wal` and `-shm` tightened to
 /// 0600 when found looser. A symlink at any of the three names is refused.
+///
+/// None of the three is opened here, only looked at (`lstat`) and changed by name (`chmod`):
+/// the process may already hold a SQLite connection to this database (dispatch keeps one while
+/// a command opens its own), and SQLite's locks are POSIX record locks, which the kernel drops
+/// for the whole process as soon as ANY descriptor of the file is closed. A plain handle
+/// opened and closed here silently released the locks of the open connection, so another
+/// process took the database for unused and reset its shared memory under it: SIGBUS,
+/// "locking protocol" and STATE_ERROR when eight calls started at once. Changing modes by name
+/// is safe here: the directory is private (0700) and ours, so nobody else can swap a name.
+/// Creating a missing database opens a new file, which no connection can hold yet.
 fn prepare_private_db(path: &Path) -> Result<(), StateError> {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
     let mut names = vec![path.to_owned()];
@@ -342,21 +352,27 @@ fn prepare_private_db(path: &Path) -> Result<(), StateError> {
     }
     for (i, name) in names.iter().enumerate() {
         let unusable = |source| StateError::DirUnusable { path: name.clone(), source };
-        let opened = private_file_options().create(i == 0).open(name);
-        let file = match opened {
-            Ok(file) => file,
+        let meta = match std::fs::symlink_metadata(name) {
+            Ok(meta) => meta,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound && i > 0 => continue,
-            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
-                return Err(StateError::Unsafe {
-                    path: name.clone(),
-                    reason: UnsafeReason::Symlink,
-                });
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                match private_file_options().create_new(true).open(name) {
+                    // A new file: closing it drops no lock of any connection.
+                    Ok(_) => continue,
+                    // Another call created it meanwhile: look at what it made.
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                        std::fs::symlink_metadata(name).map_err(unusable)?
+                    }
+                    Err(e) => return Err(unusable(e)),
+                }
             }
             Err(e) => return Err(unusable(e)),
         };
-        let meta = file.metadata().map_err(unusable)?;
+        if meta.file_type().is_symlink() {
+            return Err(StateError::Unsafe { path: name.clone(), reason: UnsafeReason::Symlink });
+        }
         if meta.mode() & 0o777 != PRIVATE_FILE_MODE {
-            file.set_permissions(std::fs::Permissions::from_mode(PRIVATE_FILE_MODE))
+            std::fs::set_permissions(name, std::fs::Permissions::from_mode(PRIVATE_FILE_MODE))
                 .map_err(unusable)?;
         }
     }
@@ -581,5 +597,69 @@ mod tests {
         let (digest, data) = db.idempotency_lookup("default", "migrate", "k").unwrap().unwrap();
         assert_eq!((digest.as_str(), data), ("d", json!({"effect": "created"})));
         assert!(db.idempotency_lookup("other", "migrate", "k").unwrap().is_none());
+    }
+
+    /// The byte of `-shm` every open SQLite connection holds a shared lock on (SQLite's
+    /// "dead-man switch"): a process that can lock it exclusively takes the database for
+    /// unused and resets its shared memory.
+    const SHM_DMS_BYTE: i64 = 128;
+    const LOCK_PROBE_ENV: &str = "REFTOOL_TEST_SHM_LOCK_PROBE";
+
+    /// The other process of `a_second_open_keeps_the_first_connections_locks`: exits 0 when
+    /// it could lock the dead-man byte exclusively, 1 when a connection still holds it.
+    #[test]
+    fn shm_lock_probe_process() {
+        let Some(shm) = std::env::var_os(LOCK_PROBE_ENV) else { return };
+        let file = std::fs::OpenOptions::new().read(true).write(true).open(shm).unwrap();
+        let lock = libc::flock {
+            l_type: libc::F_WRLCK as libc::c_short,
+            l_whence: libc::SEEK_SET as libc::c_short,
+            l_start: SHM_DMS_BYTE,
+            l_len: 1,
+            l_pid: 0,
+        };
+        let taken = nix::fcntl::fcntl(&file, nix::fcntl::FcntlArg::F_SETLK(&lock)).is_ok();
+        std::process::exit(if taken { 0 } else { 1 });
+    }
+
+    /// Whether another process can take the dead-man byte of `shm` (so no connection of
+    /// this process holds it).
+    fn another_process_can_take(shm: &Path) -> bool {
+        let status = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["framework::state::tests::shm_lock_probe_process", "--exact", "-q"])
+            .env(LOCK_PROBE_ENV, shm)
+            .stdout(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        status.success()
+    }
+
+    /// The root cause of SIGBUS and "locking protocol" under concurrent calls: opening the
+    /// state database again must not drop the locks of a connection this process has open.
+    #[test]
+    fn a_second_open_keeps_the_first_connections_locks() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = StateConfig {
+            dir: Some(dir.path().join("state")),
+            instance: DEFAULT_INSTANCE.into(),
+            busy_timeout: DEFAULT_BUSY_TIMEOUT,
+        };
+        let mut first = StateDb::open(&config, FRAMEWORK_MIGRATIONS).unwrap();
+        let _: i64 =
+            first.conn().query_row("SELECT count(*) FROM idempotency", [], |r| r.get(0)).unwrap();
+        let shm = dir.path().join("state/state.db-shm");
+        assert!(!another_process_can_take(&shm), "an open connection holds the dead-man byte");
+        let second = StateDb::open(&config, FRAMEWORK_MIGRATIONS).unwrap();
+        assert!(
+            !another_process_can_take(&shm),
+            "opening the database again released the first connection's locks"
+        );
+        drop(second);
+        assert!(!another_process_can_take(&shm), "closing the second keeps the first's");
+        drop(first);
+        // The probe itself can lock a byte nobody holds.
+        let free = dir.path().join("free-shm");
+        std::fs::write(&free, vec![0u8; 256]).unwrap();
+        assert!(another_process_can_take(&free));
     }
 }
