@@ -8,7 +8,8 @@
 //! 2. the detached worker (`__worker <job dir>`) and other hidden entry points, before clap;
 //! 3. parse (clap) → ARG_ERROR, help or `--version`;
 //! 4. validation of framework flags and environment ([`super::prepare`]);
-//! 5. idempotency: a finished call with the same key answers from the store;
+//! 5. idempotency: the key's first use reserves it for the call's arguments; a finished call
+//!    with the same key answers from the store, other arguments under it are refused;
 //! 6. interruptible, async and `job` commands: the job runtime ([`super::interrupt`]), with
 //!    the call budget resolved first ([`super::budget`]);
 //! 7. the work, on its own thread, bounded by the wall-clock limit and SIGTERM;
@@ -40,7 +41,7 @@ use super::prepare::{Prepared, prepare};
 use super::registry::{CommandSpec, DEFAULT_TIMEOUT_MS, RegistrationError, Registry};
 use super::respond::{IdempotencyRecord, args_digest, respond};
 use super::state::{
-    DEFAULT_INSTANCE, FRAMEWORK_MIGRATIONS, Migration, StateConfig, StateDb, key_reused,
+    DEFAULT_INSTANCE, FRAMEWORK_MIGRATIONS, KeyUse, Migration, StateConfig, StateDb, key_reused,
 };
 use super::stop::{StopReason, StopToken};
 use super::stream::{StreamEnd, StreamSink};
@@ -338,17 +339,18 @@ impl App {
         let key = invocation.idempotency_key.clone();
         let instance = state.instance.clone();
 
-        // Stage 5: a finished call with the same key answers from the store.
+        // Stage 5: the key is claimed: its first use reserves it for these arguments; a
+        // finished call with the same key answers from the store, one with other arguments
+        // (finished or still running) is refused, and the first call's continuation goes on.
         let mut db = None;
         if let (true, Some(key)) = (spec.danger_level.writes(), &key) {
             let mut opened = match StateDb::open(&state, &self.migrations) {
                 Ok(opened) => opened,
                 Err(e) => return Response::failure(e.to_failure()),
             };
-            let lookup = opened.idempotency_lookup(&state.instance, &spec.path, key);
-            match lookup {
+            match opened.idempotency_claim(&state.instance, &spec.path, key, &digest) {
                 Err(e) => return Response::failure(e.to_failure()),
-                Ok(Some((stored_digest, data))) if stored_digest == digest => {
+                Ok(KeyUse::Finished(data)) => {
                     let mut data = data;
                     if let Some(map) = data.as_object_mut() {
                         map.insert("effect".into(), json!("noop"));
@@ -357,8 +359,10 @@ impl App {
                     response.meta.insert("idempotency_hit".into(), json!(true));
                     return response;
                 }
-                Ok(Some(_)) => return Response::failure(key_reused(key)),
-                Ok(None) => {}
+                Ok(KeyUse::Conflict { in_progress }) => {
+                    return Response::failure(key_reused(key, in_progress));
+                }
+                Ok(KeyUse::Reserved | KeyUse::InProgress) => {}
             }
             db = Some(opened);
         }

@@ -829,7 +829,7 @@ fn add_framework_exits(spec: &mut CommandSpec) {
         spec.exit_codes.entry(Exit::CONFLICT).or_insert_with(|| {
             ExitCodeEntry::new(
                 Exit::CONFLICT,
-                "The idempotency key was used with other arguments; nothing was done",
+                "The idempotency key belongs to a call with other arguments; nothing was done",
                 false,
                 SideEffects::None,
             )

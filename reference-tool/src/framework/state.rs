@@ -23,6 +23,17 @@
 //!   `STATE_DB_CORRUPT` (nothing is overwritten; move the file away); a database still locked
 //!   when the busy timeout runs out, UNAVAILABLE 12 `STATE_BUSY`, retryable: the lock is held
 //!   by another invocation that will finish.
+//! - Idempotency keys (REQ-C-007): a writer's key is reserved by its first use, before its work
+//!   runs, for the arguments of that call ([`StateDb::idempotency_claim`], one transaction, so
+//!   of several calls racing with one key exactly one gets it). From then on, while the call
+//!   runs or waits paused and after it answered, a call with other arguments under that key
+//!   is CONFLICT 6 `IDEMPOTENCY_KEY_REUSED` and does nothing; the first call's continuation
+//!   and its repeats go on (the job store attaches or resumes them), and once it succeeded a
+//!   repeat answers its `data` with `effect: "noop"`.
+//! - Concurrency: any number of reftool processes may use one state directory at once; every
+//!   change is one SQLite transaction. The database files are never opened outside SQLite (see
+//!   `prepare_private_db`: a plain descriptor closed in a process drops that process's SQLite
+//!   locks).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -48,9 +59,10 @@ pub struct Migration {
 }
 
 /// The framework's own migrations. Part 2 passes its own list after these.
-pub const FRAMEWORK_MIGRATIONS: &[Migration] = &[Migration {
-    id: "0001_idempotency",
-    sql: "CREATE TABLE idempotency (
+pub const FRAMEWORK_MIGRATIONS: &[Migration] = &[
+    Migration {
+        id: "0001_idempotency",
+        sql: "CREATE TABLE idempotency (
               instance TEXT NOT NULL,
               command TEXT NOT NULL,
               key TEXT NOT NULL,
@@ -59,7 +71,31 @@ pub const FRAMEWORK_MIGRATIONS: &[Migration] = &[Migration {
               created_at_ms INTEGER NOT NULL,
               PRIMARY KEY (instance, command, key)
           );",
-}];
+    },
+    // A key is reserved by its first use, before the work runs: `pending` until the call's
+    // answer is recorded (see `StateDb::idempotency_claim`).
+    Migration {
+        id: "0002_idempotency_reserved",
+        sql: "ALTER TABLE idempotency ADD COLUMN pending INTEGER NOT NULL DEFAULT 0;",
+    },
+];
+
+/// What an idempotency key says about a call (`StateDb::idempotency_claim`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum KeyUse {
+    /// The key was free: it is now reserved for this call's arguments.
+    Reserved,
+    /// The key is reserved for these arguments by a call that has not answered yet (the
+    /// first call's continuation, or its repeat): go on, the job store attaches or resumes.
+    InProgress,
+    /// A call with these arguments finished under this key: its `data`.
+    Finished(Value),
+    /// The key belongs to other arguments, finished (`in_progress` false) or not.
+    Conflict {
+        /// Whether that call has not answered yet.
+        in_progress: bool,
+    },
+}
 
 /// Why a state directory or file is not safe to use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -485,32 +521,57 @@ impl StateDb {
         &self.path
     }
 
-    /// Looks up a finished call by `(instance, command, key)`: its argument digest and `data`.
+    /// Claims `key` for a call of `command` with the arguments `args_digest` (REQ-C-007: the
+    /// first use of a key reserves it): a free key is reserved at once, in the same
+    /// transaction that looked, so of several calls racing with one key exactly one reserves
+    /// it; the others see its reservation. A reservation holds from the first use on, while
+    /// the call runs (or waits paused) and after it answered, so a call with other arguments
+    /// is refused at any time, and the first call's continuation (same arguments) goes on.
     /// Takes the write lock briefly, so a locked database answers STATE_BUSY before any work.
-    pub fn idempotency_lookup(
+    pub fn idempotency_claim(
         &mut self,
         instance: &str,
         command: &str,
         key: &str,
-    ) -> Result<Option<(String, Value)>, StateError> {
+        args_digest: &str,
+    ) -> Result<KeyUse, StateError> {
         let (path, busy) = (self.path.clone(), self.busy);
         let map = |e: rusqlite::Error| StateError::from_sqlite(e, &path, busy);
         let tx =
             self.conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(map)?;
-        let row: Option<(String, String)> = tx
+        let row: Option<(String, String, bool)> = tx
             .query_row(
-                "SELECT args_digest, data FROM idempotency
+                "SELECT args_digest, data, pending FROM idempotency
                  WHERE instance = ?1 AND command = ?2 AND key = ?3",
                 [instance, command, key],
-                |row| Ok((row.get(0)?, row.get(1)?)),
+                |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
             )
             .optional()
             .map_err(map)?;
+        let answer = match row {
+            None => {
+                tx.execute(
+                    "INSERT INTO idempotency
+                     (instance, command, key, args_digest, data, created_at_ms, pending)
+                     VALUES (?1, ?2, ?3, ?4, 'null', ?5, 1)",
+                    rusqlite::params![instance, command, key, args_digest, now_ms()],
+                )
+                .map_err(map)?;
+                KeyUse::Reserved
+            }
+            Some((digest, _, pending)) if digest != args_digest => {
+                KeyUse::Conflict { in_progress: pending }
+            }
+            Some((_, _, true)) => KeyUse::InProgress,
+            Some((_, data, false)) => {
+                KeyUse::Finished(serde_json::from_str(&data).unwrap_or(Value::Null))
+            }
+        };
         tx.commit().map_err(map)?;
-        Ok(row.map(|(digest, data)| (digest, serde_json::from_str(&data).unwrap_or(Value::Null))))
+        Ok(answer)
     }
 
-    /// Records a finished call.
+    /// Records a finished call: its reservation becomes the answer a repeat replays.
     pub fn idempotency_record(
         &mut self,
         instance: &str,
@@ -522,8 +583,8 @@ impl StateDb {
         self.conn
             .execute(
                 "INSERT OR REPLACE INTO idempotency
-                 (instance, command, key, args_digest, data, created_at_ms)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                 (instance, command, key, args_digest, data, created_at_ms, pending)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0)",
                 rusqlite::params![instance, command, key, args_digest, data.to_string(), now_ms()],
             )
             .map_err(|e| self.map(e))?;
@@ -539,18 +600,23 @@ pub fn now_ms() -> i64 {
         .unwrap_or(0)
 }
 
-/// The conflict when a key is reused with other arguments.
-pub fn key_reused(key: &str) -> Failure {
-    Failure::new(
-        Exit::CONFLICT,
-        "IDEMPOTENCY_KEY_REUSED",
+/// The conflict when a key is reused with other arguments: the call it belongs to finished,
+/// or (`in_progress`) has not answered yet.
+pub fn key_reused(key: &str, in_progress: bool) -> Failure {
+    let message = if in_progress {
+        format!(
+            "idempotency key {key:?} is in use by a call with different arguments that has not \
+             finished; nothing was done"
+        )
+    } else {
         format!(
             "idempotency key {key:?} was used before with different arguments; nothing was done"
-        ),
-    )
-    .suggestion("use a new idempotency key, or repeat the original arguments")
-    .context(json!({"idempotency_key": key}))
-    .phase(Phase::Validation)
+        )
+    };
+    Failure::new(Exit::CONFLICT, "IDEMPOTENCY_KEY_REUSED", message)
+        .suggestion("use a new idempotency key, or repeat the original arguments")
+        .context(json!({"idempotency_key": key, "in_progress": in_progress}))
+        .phase(Phase::Validation)
 }
 
 impl From<StateError> for Failure {
@@ -591,12 +657,39 @@ mod tests {
             .conn()
             .query_row("SELECT COUNT(*) FROM reftool_migrations", [], |r| r.get(0))
             .unwrap();
-        assert_eq!(applied, 2);
-        db.idempotency_record("default", "migrate", "k", "d", &json!({"effect": "created"}))
+        assert_eq!(applied, 3);
+    }
+
+    #[test]
+    fn a_key_is_reserved_by_its_first_use_and_bound_to_its_arguments() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = StateConfig {
+            dir: Some(dir.path().join("state")),
+            instance: DEFAULT_INSTANCE.into(),
+            busy_timeout: DEFAULT_BUSY_TIMEOUT,
+        };
+        let mut db = StateDb::open(&config, FRAMEWORK_MIGRATIONS).unwrap();
+        let claim = |db: &mut StateDb, digest: &str| {
+            db.idempotency_claim("default", "import", "k", digest).unwrap()
+        };
+        assert_eq!(claim(&mut db, "a"), KeyUse::Reserved);
+        // While the first call runs: its continuation goes on, other arguments are refused.
+        assert_eq!(claim(&mut db, "a"), KeyUse::InProgress);
+        assert_eq!(claim(&mut db, "b"), KeyUse::Conflict { in_progress: true });
+        db.idempotency_record("default", "import", "k", "a", &json!({"effect": "created"}))
             .unwrap();
-        let (digest, data) = db.idempotency_lookup("default", "migrate", "k").unwrap().unwrap();
-        assert_eq!((digest.as_str(), data), ("d", json!({"effect": "created"})));
-        assert!(db.idempotency_lookup("other", "migrate", "k").unwrap().is_none());
+        // After it answered: the repeat replays, other arguments are still refused.
+        assert_eq!(claim(&mut db, "a"), KeyUse::Finished(json!({"effect": "created"})));
+        assert_eq!(claim(&mut db, "b"), KeyUse::Conflict { in_progress: false });
+        // Keys are per instance and per command.
+        assert_eq!(
+            db.idempotency_claim("other", "import", "k", "b").unwrap(),
+            KeyUse::Reserved
+        );
+        assert_eq!(
+            db.idempotency_claim("default", "deploy", "k", "b").unwrap(),
+            KeyUse::Reserved
+        );
     }
 
     /// The byte of `-shm` every open SQLite connection holds a shared lock on (SQLite's
