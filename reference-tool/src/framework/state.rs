@@ -682,14 +682,8 @@ mod tests {
         assert_eq!(claim(&mut db, "a"), KeyUse::Finished(json!({"effect": "created"})));
         assert_eq!(claim(&mut db, "b"), KeyUse::Conflict { in_progress: false });
         // Keys are per instance and per command.
-        assert_eq!(
-            db.idempotency_claim("other", "import", "k", "b").unwrap(),
-            KeyUse::Reserved
-        );
-        assert_eq!(
-            db.idempotency_claim("default", "deploy", "k", "b").unwrap(),
-            KeyUse::Reserved
-        );
+        assert_eq!(db.idempotency_claim("other", "import", "k", "b").unwrap(), KeyUse::Reserved);
+        assert_eq!(db.idempotency_claim("default", "deploy", "k", "b").unwrap(), KeyUse::Reserved);
     }
 
     /// The byte of `-shm` every open SQLite connection holds a shared lock on (SQLite's

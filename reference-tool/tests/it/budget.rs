@@ -309,3 +309,36 @@ fn a_continuation_that_finds_its_input_changed_says_so_even_when_it_pauses_again
     };
     assert_eq!(last.json["data"]["sha256"], expected.as_str());
 }
+
+/// REQ-F-082: a continue_command continues the same work wherever it is run verbatim. The
+/// instance chosen by `REFTOOL_INSTANCE_ID` is part of the work's identity, so a paused
+/// reader's and a paused writer's continuation name it: run in an environment without the
+/// variable, each continues its own job to the uninterrupted end, and the default instance
+/// gets no job of its own.
+#[test]
+fn a_paused_continuation_keeps_an_instance_chosen_by_the_environment() {
+    let sandbox = digest_sandbox();
+    sandbox.csv("rows.csv", 2500);
+    let env = [("REFTOOL_INSTANCE_ID", "team-a")];
+    for args in [
+        vec!["digest", "big.txt", "--budget", "300ms"],
+        vec!["import", "rows.csv", "--db", "rows.db", "--budget", "300ms"],
+    ] {
+        let first = paced(&sandbox, &args, &env);
+        assert_incomplete(&first, "paused");
+        let line = first.json["data"]["continue_command"].as_str().unwrap();
+        assert!(line.contains("--instance-id team-a"), "the instance is named: {line}");
+        // The loop runs without REFTOOL_INSTANCE_ID (the sandbox's environment has none).
+        let runs = continue_loop(&sandbox, &first, &[]);
+        let last = runs.last().unwrap();
+        assert_eq!(last.exit, 0, "{:?}: {}", args, last.stdout);
+        for run in &runs[..runs.len() - 1] {
+            assert_eq!(run.json["data"]["job_id"], first.json["data"]["job_id"], "the same job");
+        }
+        let id = first.json["data"]["job_id"].as_str().unwrap();
+        let status = sandbox.run(&["job", "status", id]);
+        assert_eq!(status.code(), "JOB_NOT_FOUND", "the job is team-a's, not the default's");
+        let status = sandbox.run(&["job", "status", id, "--instance-id", "team-a"]);
+        assert_eq!(status.exit, 0, "team-a's job ended well: {}", status.stdout);
+    }
+}
