@@ -9,6 +9,7 @@ mod support;
 
 mod args;
 mod budget;
+mod deploy;
 mod drop_table;
 mod envelopes;
 mod files;
