@@ -24,6 +24,7 @@
 //! | [`stop`] | stop requests (budget, SIGTERM, cancel, lifetime), honoured at safe points |
 //! | [`incomplete`] | `data` and `error.message` of the INCOMPLETE response |
 //! | [`fsutil`], [`warning`] | atomic writes, clock; envelope-shaped warnings |
+//! | [`sha256`] | SHA-256 whose running state a checkpoint can hold |
 //! | [`parts`] | what a tool chooses: job naming, the progress sink, the worker launcher |
 //!
 //! # State on disk
@@ -120,6 +121,7 @@ pub mod parts;
 pub mod process;
 pub mod progress;
 pub mod quote;
+pub mod sha256;
 pub mod spool;
 pub mod stop;
 pub mod wake;

@@ -19,6 +19,7 @@ const LAYERS: &[&str] = &[
     "duration",
     // the interruption runtime
     "runtime::fsutil",
+    "runtime::sha256",
     "runtime::warning",
     "runtime::ids",
     "runtime::process",
