@@ -102,7 +102,9 @@ fn db_failure(e: &rusqlite::Error, db: &Path) -> Failure {
             | ErrorCode::DatabaseCorrupt
             | ErrorCode::CannotOpen
             | ErrorCode::ReadOnly
-            | ErrorCode::PermissionDenied,
+            | ErrorCode::PermissionDenied
+            | ErrorCode::DiskFull
+            | ErrorCode::SystemIoFailure,
         ) => userdb::db_failure(e, db),
         _ => Failure::new(Exit::PRECONDITION, "DB_ERROR", format!("the database failed: {e}")),
     }

@@ -22,7 +22,7 @@ use std::io::Write;
 use std::panic::AssertUnwindSafe;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -144,7 +144,8 @@ pub struct App {
     hidden: BTreeMap<String, HiddenEntry>,
     parts: Parts,
     sigterm: Arc<AtomicBool>,
-    sigint: Arc<AtomicBool>,
+    /// The signal that cancelled the call, SIGINT or SIGHUP (REQ-F-069); 0 while none came.
+    cancel_signal: Arc<AtomicUsize>,
 }
 
 impl App {
@@ -159,7 +160,7 @@ impl App {
             hidden: BTreeMap::new(),
             parts: Parts::default(),
             sigterm: Arc::new(AtomicBool::new(false)),
-            sigint: Arc::new(AtomicBool::new(false)),
+            cancel_signal: Arc::new(AtomicUsize::new(0)),
         }
     }
 
@@ -227,8 +228,30 @@ impl App {
 
     /// Installs the SIGTERM handler: it only raises a flag that the supervisor polls, so a
     /// second SIGTERM changes nothing and never causes a second write (REQ-F-013).
+    ///
+    /// SIGXFSZ gets a handler that does nothing: past a file-size limit (`ulimit -f`) a write
+    /// then fails with EFBIG, which the command answers with an error envelope, where the
+    /// signal's default action killed the process without one.
     pub fn install_signal_handlers(&self) -> std::io::Result<()> {
         signal_hook::flag::register(signal_hook::consts::SIGTERM, Arc::clone(&self.sigterm))?;
+        signal_hook::flag::register(
+            signal_hook::consts::SIGXFSZ,
+            Arc::new(AtomicBool::new(false)),
+        )?;
+        Ok(())
+    }
+
+    /// Installs the handlers of the signals that cancel a call, SIGINT and SIGHUP (REQ-F-069):
+    /// each records its number in `cancel_signal` and, for the job runtime, raises `also`
+    /// (the SIGTERM flag: the work stops at its next safe point, a wait ends at once).
+    fn listen_for_cancel(&self, also: Option<&Arc<AtomicBool>>) -> std::io::Result<()> {
+        for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGHUP] {
+            let number = usize::try_from(signal).unwrap_or(0);
+            signal_hook::flag::register_usize(signal, Arc::clone(&self.cancel_signal), number)?;
+            if let Some(flag) = also {
+                signal_hook::flag::register(signal, Arc::clone(flag))?;
+            }
+        }
         Ok(())
     }
 
@@ -312,6 +335,7 @@ impl App {
             about: &self.about,
             migrations: &self.migrations,
             sigterm: &self.sigterm,
+            cancel_signal: &self.cancel_signal,
             parts: &self.parts,
         }
     }
@@ -372,6 +396,11 @@ impl App {
         // worker, or run here up to a checkpoint past the budget. The budget was resolved in
         // `dispatch`. Every other command runs below under its plain wall-clock limit.
         if interrupt::handles(spec) {
+            // SIGINT and SIGHUP stop the work at its next safe point, as SIGTERM does, and the
+            // call answers the cancellation envelope (REQ-F-069), saying where the job stands.
+            if let Err(e) = self.listen_for_cancel(Some(&self.sigterm)) {
+                let _ = writeln!(std::io::stderr().lock(), "reftool: no SIGINT handler: {e}");
+            }
             let call = interrupt::Call { args, invocation, state, budget, idempotency: db };
             return interrupt::dispatch(&self.host(), spec, call);
         }
@@ -398,7 +427,14 @@ impl App {
             Supervised::Stopped(reason) => {
                 (Err(stop_failure(spec, reason, timeout)), Vec::new(), Default::default())
             }
-            Supervised::Interrupted => (Err(sigint_failure()), Vec::new(), Default::default()),
+            Supervised::Interrupted => {
+                let signal = i32::try_from(self.cancel_signal.load(Ordering::SeqCst)).unwrap_or(0);
+                (
+                    Err(Failure::cancelled_by(signal, "the work stopped")),
+                    Vec::new(),
+                    Default::default(),
+                )
+            }
         };
         let record = db.as_mut().zip(key.as_deref()).map(|(db, key)| IdempotencyRecord {
             db,
@@ -418,8 +454,9 @@ impl App {
         response
     }
 
-    /// Runs the work on its own thread and watches the clock, SIGTERM and SIGINT. SIGINT is
-    /// answered here only (REQ-F-069): commands run by the job runtime keep its default.
+    /// Runs the work on its own thread and watches the clock, SIGTERM, SIGINT and SIGHUP
+    /// (REQ-F-069: a cancellation envelope, 130 or 129; the job runtime answers them in its
+    /// own way, see `interrupt`).
     fn supervise(
         &self,
         spec: &CommandSpec,
@@ -429,9 +466,7 @@ impl App {
         started: Instant,
         sink: Option<&StreamSink>,
     ) -> Supervised {
-        if let Err(e) =
-            signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&self.sigint))
-        {
+        if let Err(e) = self.listen_for_cancel(None) {
             ctx.warn("SIGINT_NOT_HANDLED", format!("no SIGINT handler: {e}"));
         }
         let mut interrupted = false;
@@ -482,7 +517,10 @@ impl App {
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
             }
             let now = Instant::now();
-            if stopped_at.is_none() && !interrupted && self.sigint.load(Ordering::SeqCst) {
+            if stopped_at.is_none()
+                && !interrupted
+                && self.cancel_signal.load(Ordering::SeqCst) != 0
+            {
                 interrupted = true;
                 if let Some(sink) = sink {
                     // A stream stops at once: the sink is closed before anything else, so the
@@ -537,7 +575,7 @@ enum Supervised {
         ctx: Box<Ctx>,
     },
     Stopped(StopReason),
-    /// SIGINT stopped the work.
+    /// SIGINT or SIGHUP stopped the work.
     Interrupted,
 }
 
@@ -598,14 +636,6 @@ fn stop_failure(spec: &CommandSpec, reason: StopReason, timeout: Option<Duration
         }
         StopReason::Budget => Failure::stopped(StopReason::Budget),
     }
-}
-
-/// The cancellation envelope after SIGINT (REQ-F-069): CANCELLED, exit 130, `data.partial`.
-fn sigint_failure() -> Failure {
-    Failure::new(Exit::SIGINT, "CANCELLED", "cancelled by SIGINT; the work stopped")
-        .retryable(false)
-        .context(json!({"signal": "SIGINT"}))
-        .with_data(json!({"partial": true}))
 }
 
 fn test_fault() -> Option<String> {

@@ -19,7 +19,8 @@
 //!   5000) so concurrent invocations queue. Migrations are a list of `(id, sql)` applied once
 //!   each, in order, recorded in `reftool_migrations`; part 2 appends its own list.
 //! - Failures: a directory that cannot be created or written, PRECONDITION 4
-//!   `STATE_DIR_UNUSABLE`; a file that is not a database or is damaged, PRECONDITION 4
+//!   `STATE_DIR_UNUSABLE`; a process that may open no more files (EMFILE, ENFILE), PRECONDITION
+//!   4 `TOO_MANY_OPEN_FILES` with the limit (no directory is at fault); a file that is not a database or is damaged, PRECONDITION 4
 //!   `STATE_DB_CORRUPT` (nothing is overwritten; move the file away); a database still locked
 //!   when the busy timeout runs out, UNAVAILABLE 12 `STATE_BUSY`, retryable: the lock is held
 //!   by another invocation that will finish.
@@ -139,6 +140,13 @@ pub enum StateError {
         /// Why.
         reason: UnsafeReason,
     },
+    /// The process may open no more files (EMFILE, or the system's ENFILE): no directory is
+    /// at fault.
+    #[error("failed to open {path}: the process may open no more files")]
+    TooManyOpenFiles {
+        /// What it tried to open.
+        path: PathBuf,
+    },
     /// The database file is damaged or not a database.
     #[error("failed to read the state database {path}: it is not a valid SQLite database")]
     Corrupt {
@@ -167,7 +175,22 @@ pub enum StateError {
 }
 
 impl StateError {
+    /// A directory or file of the state that could not be made or used.
+    fn unusable(path: &Path, source: std::io::Error) -> StateError {
+        if crate::runtime::fsutil::is_out_of_descriptors(&source) {
+            StateError::TooManyOpenFiles { path: path.to_owned() }
+        } else {
+            StateError::DirUnusable { path: path.to_owned(), source }
+        }
+    }
+
     fn from_sqlite(error: rusqlite::Error, path: &Path, busy: Duration) -> StateError {
+        if error.sqlite_error_code() == Some(ErrorCode::CannotOpen)
+            && crate::runtime::fsutil::out_of_descriptors_now()
+        {
+            // SQLite says only "unable to open database file"; the limit is why.
+            return StateError::TooManyOpenFiles { path: path.to_owned() };
+        }
         match error.sqlite_error_code() {
             Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => StateError::Busy {
                 path: path.to_owned(),
@@ -197,6 +220,10 @@ impl StateError {
                 Failure::new(Exit::PRECONDITION, "STATE_DIR_UNUSABLE", message)
                     .suggestion("point REFTOOL_STATE_DIR at a writable directory")
             }
+            StateError::TooManyOpenFiles { path } => Failure::too_many_open_files(
+                &format!("failed to open {}", path.display()),
+                "EMFILE",
+            ),
             StateError::Unsafe { .. } => {
                 Failure::new(Exit::PRECONDITION, "STATE_DIR_UNSAFE", message).suggestion(
                     "point REFTOOL_STATE_DIR at a directory of your own that no one else can write",
@@ -309,7 +336,7 @@ const PRIVATE_FILE_MODE: u32 = 0o600;
 /// directory.
 fn create_private_dir(dir: &Path) -> Result<(), StateError> {
     use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
-    let unusable = |source| StateError::DirUnusable { path: dir.to_owned(), source };
+    let unusable = |source| StateError::unusable(dir, source);
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(PRIVATE_DIR_MODE)
@@ -387,7 +414,7 @@ fn prepare_private_db(path: &Path) -> Result<(), StateError> {
         names.push(PathBuf::from(name));
     }
     for (i, name) in names.iter().enumerate() {
-        let unusable = |source| StateError::DirUnusable { path: name.clone(), source };
+        let unusable = |source| StateError::unusable(name, source);
         let meta = match std::fs::symlink_metadata(name) {
             Ok(meta) => meta,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound && i > 0 => continue,

@@ -136,7 +136,12 @@ fn spool_stdin(
         interrupt: Some(&sigterm),
     };
     let spooled = jobs.store.spool_stdin(instance, &mut std::io::stdin().lock(), limits);
-    spooled.map_err(|e| spool_failure(e, deadlines, budget_ms))
+    spooled.map_err(|e| match (e, host.cancelled_by()) {
+        (SpoolError::Interrupted { .. }, Some(signal)) => {
+            Failure::cancelled_by(signal, "nothing was started")
+        }
+        (e, _) => spool_failure(e, deadlines, budget_ms),
+    })
 }
 
 /// The answer when stdin could not be spooled. Nothing was started and no spool is left; the

@@ -1,9 +1,10 @@
 //! A resume-only command (`interruption: {detach: false, resume: true}`): the work runs in
 //! the front process, stopping at its next checkpoint once the budget is spent or on
-//! SIGTERM. The job is then paused (INCOMPLETE `paused`, the original invocation as
-//! `continue_command`, plus `--idempotency-key <effective key>` for a writer) or, when a
-//! cancel or its lifetime came first, ended; work that finishes answers its final response
-//! and records it as the job's outcome.
+//! SIGTERM, SIGINT or SIGHUP. The job is then paused (INCOMPLETE `paused`, the original
+//! invocation as `continue_command`, plus `--idempotency-key <effective key>` for a writer;
+//! after SIGINT or SIGHUP the call answers the cancellation envelope instead, 130 or 129,
+//! REQ-F-069, with the same `data`) or, when a cancel or its lifetime came first, ended; work
+//! that finishes answers its final response and records it as the job's outcome.
 
 use std::panic::AssertUnwindSafe;
 use std::time::Instant;
@@ -88,7 +89,12 @@ pub(super) fn run_inline(
                 }
             }
             let view = store.get(conn, &instance, &id).map_err(job_failure)?;
-            let mut response = if reason == StopReason::Terminated {
+            let cancelled =
+                answering.host.cancelled_by().filter(|_| reason == StopReason::Terminated);
+            let mut response = if let Some(signal) = cancelled {
+                // SIGINT or SIGHUP: the cancellation envelope, the job paused as on SIGTERM.
+                answering.cancelled(&view, signal)
+            } else if reason == StopReason::Terminated {
                 // Paused on SIGTERM, not at the budget: the message must not claim otherwise.
                 let paused = Answering {
                     host: answering.host,

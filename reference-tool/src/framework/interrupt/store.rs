@@ -8,6 +8,7 @@ use super::host::Host;
 use crate::framework::exit::Exit;
 use crate::framework::failure::Failure;
 use crate::framework::state::{StateConfig, StateDb};
+use crate::runtime::fsutil::is_out_of_descriptors;
 use crate::runtime::jobs::{JobError, JobStore};
 
 /// The job store and the state DB of one call.
@@ -62,12 +63,19 @@ pub(super) fn job_failure(error: JobError) -> Failure {
                 Failure::internal(format!("the job table failed: {e}"))
             }
         }
+        JobError::Io(e) if is_out_of_descriptors(&e) => {
+            Failure::too_many_open_files("failed to use the job's files", e)
+        }
         other => Failure::internal(other.to_string()),
     }
 }
 
-/// An I/O error of the runtime as an internal error, saying what failed.
+/// An I/O error of the runtime as an internal error, saying what failed (the descriptor
+/// limit is told apart).
 pub(super) fn io_failure(what: &str, error: &std::io::Error) -> Failure {
+    if is_out_of_descriptors(error) {
+        return Failure::too_many_open_files(what, error);
+    }
     Failure::internal(format!("{what}: {error}"))
 }
 
