@@ -173,7 +173,9 @@ impl FileCheckpoints {
             Ok(s) => s,
             Err(e) if e.kind() == io::ErrorKind::InvalidData => {
                 self.remove()?;
-                return Ok(discarded(self.job_id.as_str(), "The checkpoint file is unreadable"));
+                let reason =
+                    format!("The checkpoint file {} is unreadable ({e})", self.path.display());
+                return Ok(discarded(self.job_id.as_str(), &reason));
             }
             Err(e) => return Err(e.into()),
         };
