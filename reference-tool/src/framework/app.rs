@@ -358,7 +358,9 @@ impl App {
         prepared: Prepared,
         budget: Option<&CallBudget>,
     ) -> Response {
-        let Prepared { args, invocation, state, .. } = prepared;
+        let Prepared { args, invocation, mut state, .. } = prepared;
+        // A call with a budget waits for the state database no longer than its budget.
+        state.deadline = budget.and_then(|b| b.budget).map(|b| invocation.started + b);
         let digest = args_digest(&spec.path, &args);
         let key = invocation.idempotency_key.clone();
         let instance = state.instance.clone();
@@ -591,6 +593,7 @@ impl Supervised {
                     dir: None,
                     instance: DEFAULT_INSTANCE.into(),
                     busy_timeout: Duration::ZERO,
+                    deadline: None,
                 },
                 StopToken::new(),
             )),

@@ -16,7 +16,10 @@
 //!   Per-instance files live under `<dir>/instances/<id>/`; rows of the shared database carry
 //!   the instance.
 //! - Database: `<dir>/state.db`, WAL mode, a busy timeout (`REFTOOL_STATE_BUSY_MS`, default
-//!   5000) so concurrent invocations queue. Migrations are a list of `(id, sql)` applied once
+//!   5000) so concurrent invocations queue; a call with a budget waits no longer than its
+//!   budget (plus [`DEADLINE_GRACE`] to record where its work stands): a database locked by
+//!   another process costs it its budget, then UNAVAILABLE 12 `STATE_BUSY`. A detached worker
+//!   has no deadline and retries a busy database instead of dying. Migrations are a list of `(id, sql)` applied once
 //!   each, in order, recorded in `reftool_migrations`; part 2 appends its own list.
 //! - Failures: a directory that cannot be created or written, PRECONDITION 4
 //!   `STATE_DIR_UNUSABLE`; a process that may open no more files (EMFILE, ENFILE), PRECONDITION
@@ -37,7 +40,7 @@
 //!   locks).
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior};
 use serde_json::{Value, json};
@@ -267,7 +270,15 @@ pub struct StateConfig {
     pub instance: String,
     /// Busy timeout of the state database.
     pub busy_timeout: Duration,
+    /// When the call must answer (the end of its budget): a wait for the state database ends
+    /// there too, not [`StateConfig::busy_timeout`] later ([`StateConfig::wait_limit`]).
+    /// `None` for a call without a budget, and for a detached worker (which retries).
+    pub deadline: Option<Instant>,
 }
+
+/// How long a wait for the state database may last once the call's deadline is near or past:
+/// what recording where the work stands (a pause, an end) may still take.
+pub const DEADLINE_GRACE: Duration = Duration::from_millis(100);
 
 impl StateConfig {
     /// Resolves the directory from the environment (see the module docs). A set but relative
@@ -307,7 +318,19 @@ impl StateConfig {
                 return Err(Failure::arg("ENV_INVALID", "REFTOOL_STATE_BUSY_MS is not UTF-8"));
             }
         };
-        Ok(StateConfig { dir, instance, busy_timeout })
+        Ok(StateConfig { dir, instance, busy_timeout, deadline: None })
+    }
+
+    /// How long a wait for the state database may last if it starts now: the busy timeout,
+    /// but never past the call's deadline by more than [`DEADLINE_GRACE`].
+    pub fn wait_limit(&self) -> Duration {
+        match self.deadline {
+            None => self.busy_timeout,
+            Some(deadline) => {
+                let left = deadline.saturating_duration_since(Instant::now());
+                left.max(DEADLINE_GRACE).min(self.busy_timeout)
+            }
+        }
     }
 
     /// The state directory, created (0700) if needed.
@@ -447,7 +470,7 @@ fn prepare_private_db(path: &Path) -> Result<(), StateError> {
 pub struct StateDb {
     conn: Connection,
     path: PathBuf,
-    busy: Duration,
+    config: StateConfig,
 }
 
 impl StateDb {
@@ -459,12 +482,16 @@ impl StateDb {
     /// change can answer SQLITE_BUSY without consulting the busy handler (a snapshot that
     /// another connection's commit made stale), and an identical invocation must attach to the
     /// job, not fail with STATE_BUSY.
+    ///
+    /// Every wait, here and in every later use of the connection ([`StateDb::conn`] re-arms
+    /// it), is bounded by [`StateConfig::wait_limit`]: a database another process keeps locked
+    /// costs a call its budget at most (then UNAVAILABLE 12 `STATE_BUSY`), not the busy timeout.
     pub fn open(config: &StateConfig, migrations: &[Migration]) -> Result<StateDb, StateError> {
-        let deadline = std::time::Instant::now() + config.busy_timeout;
+        let deadline = Instant::now() + config.wait_limit();
         let mut pause = Duration::from_millis(2);
         loop {
             match Self::open_once(config, migrations) {
-                Err(StateError::Busy { .. }) if std::time::Instant::now() < deadline => {
+                Err(StateError::Busy { .. }) if Instant::now() < deadline => {
                     std::thread::sleep(pause);
                     pause = (pause * 2).min(Duration::from_millis(50));
                 }
@@ -475,7 +502,7 @@ impl StateDb {
 
     fn open_once(config: &StateConfig, migrations: &[Migration]) -> Result<StateDb, StateError> {
         let path = config.ensure_dir()?.join("state.db");
-        let busy = config.busy_timeout;
+        let busy = config.wait_limit();
         let map = |e: rusqlite::Error| StateError::from_sqlite(e, &path, busy);
         prepare_private_db(&path)?;
         // A file path, no URI. (Not SQLITE_OPEN_NOFOLLOW: it refuses a symlink anywhere in the
@@ -494,16 +521,30 @@ impl StateDb {
                 source: rusqlite::Error::InvalidQuery,
             });
         }
-        let mut db = StateDb { conn, path, busy };
+        let mut db = StateDb { conn, path, config: config.clone() };
         db.migrate(migrations)?;
         Ok(db)
     }
 
     fn map(&self, error: rusqlite::Error) -> StateError {
-        StateError::from_sqlite(error, &self.path, self.busy)
+        StateError::from_sqlite(error, &self.path, self.config.wait_limit())
+    }
+
+    /// Whether every migration of `migrations` is applied: a plain read, which a writer holding
+    /// the database's lock does not block (WAL), so opening needs no lock in the usual case.
+    fn all_applied(&self, migrations: &[Migration]) -> bool {
+        let applied =
+            self.conn.prepare("SELECT id FROM reftool_migrations").and_then(|mut stmt| {
+                stmt.query_map([], |row| row.get::<_, String>(0))?
+                    .collect::<Result<std::collections::BTreeSet<String>, _>>()
+            });
+        applied.is_ok_and(|applied| migrations.iter().all(|m| applied.contains(m.id)))
     }
 
     fn migrate(&mut self, migrations: &[Migration]) -> Result<(), StateError> {
+        if self.all_applied(migrations) {
+            return Ok(());
+        }
         // In an immediate transaction, so that the busy handler applies to it too.
         self.conn
             .execute_batch(
@@ -514,7 +555,7 @@ impl StateDb {
             )
             .map_err(|e| self.map(e))?;
         for migration in migrations {
-            let (path, busy) = (self.path.clone(), self.busy);
+            let (path, busy) = (self.path.clone(), self.config.wait_limit());
             let map = |e: rusqlite::Error| StateError::from_sqlite(e, &path, busy);
             let tx =
                 self.conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(map)?;
@@ -538,9 +579,22 @@ impl StateDb {
         Ok(())
     }
 
-    /// The connection (part 2 keeps its job tables here).
+    /// The connection (part 2 keeps its job tables here), its busy timeout re-armed to
+    /// [`StateConfig::wait_limit`] as of now.
     pub fn conn(&mut self) -> &mut Connection {
+        self.rearm();
         &mut self.conn
+    }
+
+    /// The connection as it is armed (see [`StateDb::rearm`]).
+    pub fn connection(&self) -> &Connection {
+        &self.conn
+    }
+
+    /// Bounds the connection's next waits by [`StateConfig::wait_limit`] as of now: call it
+    /// before a write made late in the call with a connection borrowed earlier.
+    pub fn rearm(&self) {
+        let _ = self.conn.busy_timeout(self.config.wait_limit());
     }
 
     /// The database file.
@@ -562,7 +616,8 @@ impl StateDb {
         key: &str,
         args_digest: &str,
     ) -> Result<KeyUse, StateError> {
-        let (path, busy) = (self.path.clone(), self.busy);
+        self.rearm();
+        let (path, busy) = (self.path.clone(), self.config.wait_limit());
         let map = |e: rusqlite::Error| StateError::from_sqlite(e, &path, busy);
         let tx =
             self.conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(map)?;
@@ -674,6 +729,7 @@ mod tests {
             dir: Some(dir.path().join("state")),
             instance: DEFAULT_INSTANCE.into(),
             busy_timeout: DEFAULT_BUSY_TIMEOUT,
+            deadline: None,
         };
         const EXTRA: &[Migration] =
             &[Migration { id: "0100_jobs", sql: "CREATE TABLE jobs (id TEXT PRIMARY KEY);" }];
@@ -694,6 +750,7 @@ mod tests {
             dir: Some(dir.path().join("state")),
             instance: DEFAULT_INSTANCE.into(),
             busy_timeout: DEFAULT_BUSY_TIMEOUT,
+            deadline: None,
         };
         let mut db = StateDb::open(&config, FRAMEWORK_MIGRATIONS).unwrap();
         let claim = |db: &mut StateDb, digest: &str| {
@@ -757,6 +814,7 @@ mod tests {
             dir: Some(dir.path().join("state")),
             instance: DEFAULT_INSTANCE.into(),
             busy_timeout: DEFAULT_BUSY_TIMEOUT,
+            deadline: None,
         };
         let mut first = StateDb::open(&config, FRAMEWORK_MIGRATIONS).unwrap();
         let _: i64 =

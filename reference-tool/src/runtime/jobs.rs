@@ -430,6 +430,16 @@ pub enum JobError {
     },
 }
 
+impl JobError {
+    /// Whether the state database stayed locked (by another process) past the wait allowed.
+    pub fn is_busy(&self) -> bool {
+        matches!(self, JobError::Db(e) if matches!(
+            e.sqlite_error_code(),
+            Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+        ))
+    }
+}
+
 /// What the caller asks to run.
 #[derive(Debug, Clone)]
 pub struct NewJob {

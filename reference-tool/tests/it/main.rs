@@ -9,6 +9,7 @@ mod support;
 
 mod args;
 mod budget;
+mod busy_state;
 mod deploy;
 mod drop_table;
 mod envelopes;

@@ -49,7 +49,8 @@ pub(super) fn run_inline(
     let key = invocation.idempotency_key.clone();
     let digest = args_digest(&spec.path, &args);
     let store = jobs.store.clone();
-    let conn = jobs.conn();
+    jobs.rearm();
+    let conn = jobs.held();
     let sigterm = std::sync::Arc::clone(host.sigterm);
     let stop = JobContext::standard_stop(&store, conn, &view, Some(sigterm), budget_deadline);
     let mut job = JobContext::new(&store, view, stop);
@@ -59,6 +60,8 @@ pub(super) fn run_inline(
         .unwrap_or_else(|_| Err(Failure::internal("internal error: the command panicked")));
     let _ = job.flush_progress();
     drop(job);
+    // Where the work stands is recorded late in the call: its waits end with the budget.
+    jobs.rearm();
     match result {
         Err(failure) if failure.job_stop.is_some() => {
             let reason = failure.job_stop.unwrap_or(StopReason::Budget);

@@ -25,8 +25,20 @@ impl Jobs {
         Ok(Jobs { store: host.parts.job_store(dir), db })
     }
 
+    /// The state database, its waits bounded from now on (see [`StateDb::conn`]).
     pub(super) fn conn(&mut self) -> &Connection {
         self.db.conn()
+    }
+
+    /// The state database as it is armed, for a borrow that lasts the whole work; call
+    /// [`Jobs::rearm`] before a write made late with it.
+    pub(super) fn held(&self) -> &Connection {
+        self.db.connection()
+    }
+
+    /// Bounds the next waits of the state database by the call's deadline as of now.
+    pub(super) fn rearm(&self) {
+        self.db.rearm();
     }
 }
 
