@@ -1102,6 +1102,30 @@ impl JobStore {
         Ok(flag.is_some_and(|f| f != 0))
     }
 
+    /// Whether job `id` (of any instance of this state directory) still holds its work: it
+    /// runs with a live owner, or waits paused within its lifetime for its continuation. A job
+    /// that ended, or one this store does not know (another state directory's), holds nothing.
+    pub fn holds_work(&self, conn: &Connection, id: &str) -> Result<bool, JobError> {
+        let row: Option<(String, Option<i64>, Option<i64>, i64)> = conn
+            .query_row(
+                "SELECT status, owner_pid, owner_start_time, deadline_at_ms FROM reftool_jobs
+                 WHERE job_id = ?1",
+                params![id],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+            )
+            .optional()?;
+        let Some((status, pid, start, deadline)) = row else { return Ok(false) };
+        Ok(match JobStatus::parse(&status) {
+            Some(JobStatus::Running) => match (pid, start) {
+                (Some(pid), Some(start)) => u32::try_from(pid)
+                    .is_ok_and(|pid| ProcessIdentity { pid, start_time: to_u64(start) }.is_alive()),
+                _ => false,
+            },
+            Some(JobStatus::Paused) => now_ms() < to_u64(deadline),
+            _ => false,
+        })
+    }
+
     /// Whether a job ended cancelled (a checkpoint it wrote is then void).
     pub fn was_cancelled(&self, conn: &Connection, id: &str) -> Result<bool, JobError> {
         let status: Option<String> = conn

@@ -30,6 +30,7 @@ const LAYERS: &[&str] = &[
     "runtime::identity",
     "runtime::progress",
     "runtime::checkpoint",
+    "runtime::target",
     "runtime::jobs",
     "runtime::wake",
     "runtime::context",

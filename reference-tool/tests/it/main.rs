@@ -31,3 +31,4 @@ mod repeats;
 mod signals;
 mod state;
 mod stdin_spool;
+mod writers;
