@@ -117,14 +117,9 @@ fn a_file_size_limit_is_an_error_envelope_not_a_signal() {
     }
     std::fs::write(sandbox.path().join("big.csv"), text).unwrap();
     let exe = assert_cmd::cargo::cargo_bin("reftool");
-    let mut sh = sandbox.command(&[]);
-    let sh = sh.get_envs().fold(std::process::Command::new("sh"), |mut sh, (k, v)| {
-        if let Some(v) = v {
-            sh.env(k, v);
-        }
-        sh
-    });
-    let mut sh = sh;
+    let base = sandbox.command(&[]);
+    let mut sh = std::process::Command::new("sh");
+    sh.env_clear().envs(base.get_envs().filter_map(|(k, v)| Some((k, v?))));
     sh.arg("-c")
         .arg(format!("ulimit -f 200; exec '{}' import big.csv --db big.db", exe.display()))
         .current_dir(sandbox.path())
