@@ -418,7 +418,7 @@ pub enum JobError {
     Corrupt(String),
     /// A file of the job's directory is missing or unreadable (torn by a crash, emptied,
     /// edited): the job's state is unknown. `job cancel` ends such a job, and the identical
-    /// invocation replaces it ([`JobStore::replace_unreadable`]).
+    /// invocation replaces it ([`JobStore::end_unreadable`]).
     #[error("job {id}'s state file {} is unreadable: {reason}", path.display())]
     Unreadable {
         /// The job.
