@@ -5,7 +5,7 @@
 //! detached job's worker) with the same job context, before or after reftool's work.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -17,6 +17,7 @@ use reftool::framework::{CommandSpec, Ctx, Failure};
 use reftool::runtime::checkpoint::{SavedCheckpoint, file_fingerprint};
 use reftool::runtime::context::JobContext;
 use reftool::runtime::fsutil::{read_json, write_json_atomic};
+use reftool::runtime::sha256::Sha256;
 use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::Value;
 
@@ -105,13 +106,23 @@ fn keep_for_the_input(job: &JobContext<'_>, input: &Path) {
 /// [`Fault::CompletedCheckpointKept`]: `digest` saves the state it ends in as its checkpoint,
 /// so the identical invocation finishes at once from it.
 fn keep_completed_digest(job: &JobContext<'_>, input: &Path, data: &Value) {
-    let (Some(bytes), Some(sha256)) =
-        (data.get("bytes").and_then(Value::as_u64), data.get("sha256").and_then(Value::as_str))
-    else {
-        return;
-    };
+    let Some(bytes) = data.get("bytes").and_then(Value::as_u64) else { return };
     let Ok(fingerprint) = file_fingerprint(input) else { return };
-    let state = DigestState { offset: bytes, prefix_sha256: sha256.to_owned() };
+    // The hash state at the end of the input: the input hashed again, to its end.
+    let Ok(mut file) = File::open(input) else { return };
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match file.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => hasher.update(&buf[..n]),
+            Err(_) => return,
+        }
+    }
+    if hasher.length() != bytes {
+        return;
+    }
+    let state = DigestState { offset: bytes, sha256: hasher.state() };
     let _ = job.file_checkpoints(fingerprint).save(&state, bytes);
 }
 

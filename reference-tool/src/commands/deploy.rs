@@ -9,14 +9,22 @@
 //! sorted path order the line `<relative path>\t<size>\n` followed by exactly `size` bytes,
 //! then the line `END\n`. `DEST` only ever holds a complete archive (temp file, fsync, rename).
 //!
-//! The temporary file `.<name>.partial-<pid>-<random>` sits beside `DEST`, in a directory
-//! others may write to, so it is created exclusively (`O_CREAT|O_EXCL|O_NOFOLLOW`): a file or
-//! symlink planted under that name is never written through nor renamed into place (another
-//! name is drawn), and only the file this process created is ever removed.
+//! The temporary file `.<name>.partial-<pid>-<start time>-<random>` sits beside `DEST`, in a
+//! directory others may write to, so it is created exclusively (`O_CREAT|O_EXCL|O_NOFOLLOW`):
+//! a file or symlink planted under that name is never written through nor renamed into place
+//! (another name is drawn). It names the process that writes it (pid and start time, see
+//! `runtime::process`): a worker killed mid-write cannot remove its partial archive, so the
+//! next deploy to `DEST` removes every partial of `DEST` whose writer no longer runs, when it
+//! is a regular file of this user. A live deploy's partial, and anything else, is left alone.
+//!
+//! **Mode.** An archive replacing an existing `DEST` keeps `DEST`'s permission bits (a 0600
+//! destination stays 0600; the partial is created with them, so the content is never more
+//! readable than the destination was); a new `DEST` gets a new file's mode (0666 less the
+//! umask). The rename is made durable by an fsync of the directory.
 
 use std::fs::{File, OpenOptions};
 use std::io::{ErrorKind, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
@@ -28,6 +36,7 @@ use crate::framework::{
     ValueType,
 };
 use crate::runtime::context::JobContext;
+use crate::runtime::process::ProcessIdentity;
 
 /// The declaration.
 pub fn spec() -> CommandSpec {
@@ -90,7 +99,13 @@ fn work(ctx: &mut Ctx, job: &mut JobContext<'_>) -> Result<Value, Failure> {
     if name.is_empty() {
         return Err(Failure::arg("INVALID_DEST", "--to must name a file"));
     }
-    let (temp, out) = create_partial(dir, &name)?;
+    sweep_leftovers(dir, &name);
+    // An existing destination keeps its permission bits.
+    let keep_mode = std::fs::symlink_metadata(&dest_path)
+        .ok()
+        .filter(std::fs::Metadata::is_file)
+        .map(|meta| meta.mode() & 0o777);
+    let (temp, out) = create_partial(dir, &name, keep_mode)?;
     let result = pack(ctx, job, &root, &files, &temp, out);
     let (bytes, digest) = match result {
         Ok(done) => done,
@@ -102,6 +117,10 @@ fn work(ctx: &mut Ctx, job: &mut JobContext<'_>) -> Result<Value, Failure> {
     if let Err(e) = std::fs::rename(&temp, &dest_path) {
         let _ = std::fs::remove_file(&temp);
         return Err(write_failure(&dest_path, &e));
+    }
+    // The rename itself survives a crash once the directory is on disk.
+    if let Ok(handle) = File::open(dir) {
+        let _ = handle.sync_all();
     }
     progress(job, total, Some(total), "files")?;
     Ok(json!({
@@ -117,22 +136,47 @@ fn work(ctx: &mut Ctx, job: &mut JobContext<'_>) -> Result<Value, Failure> {
 /// How many fresh names [`create_partial`] tries before it gives up.
 const PARTIAL_NAME_TRIES: usize = 8;
 
+/// What every partial archive of the destination `name` starts with.
+fn partial_prefix(name: &str) -> String {
+    format!(".{name}.partial-")
+}
+
 /// Creates the temporary archive beside the destination, exclusively: its path and the open
 /// file. A name already taken (by anything, a planted symlink included) is left alone and
-/// another is drawn.
-fn create_partial(dir: &Path, name: &str) -> Result<(PathBuf, File), Failure> {
+/// another is drawn. With `mode` (the destination's bits) it gets exactly those; without, a
+/// new file's.
+fn create_partial(dir: &Path, name: &str, mode: Option<u32>) -> Result<(PathBuf, File), Failure> {
+    let me = ProcessIdentity::current()
+        .map_err(|e| Failure::internal(format!("no process identity: {e}")))?;
     for _ in 0..PARTIAL_NAME_TRIES {
         let mut random = [0u8; 8];
         getrandom::fill(&mut random)
             .map_err(|e| Failure::internal(format!("no randomness for a file name: {e}")))?;
-        let temp = dir.join(format!(".{name}.partial-{}-{}", std::process::id(), hex(&random)));
+        let temp = dir.join(format!(
+            "{}{}-{}-{}",
+            partial_prefix(name),
+            me.pid,
+            me.start_time,
+            hex(&random)
+        ));
         let created = OpenOptions::new()
             .write(true)
             .create_new(true)
+            .mode(mode.unwrap_or(0o666))
             .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .open(&temp);
         match created {
-            Ok(file) => return Ok((temp, file)),
+            Ok(file) => {
+                if let Some(mode) = mode {
+                    // The umask narrowed it at creation; the destination's bits are the rule.
+                    let kept = file.set_permissions(std::fs::Permissions::from_mode(mode));
+                    if let Err(e) = kept {
+                        let _ = std::fs::remove_file(&temp);
+                        return Err(write_failure(&temp, &e));
+                    }
+                }
+                return Ok((temp, file));
+            }
             Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
             Err(e) => return Err(write_failure(&temp, &e)),
         }
@@ -145,6 +189,33 @@ fn create_partial(dir: &Path, name: &str) -> Result<(PathBuf, File), Failure> {
             dir.display()
         ),
     ))
+}
+
+/// Removes the partial archives of `name` in `dir` that a killed deploy left: regular files of
+/// this user whose writer, named in the file name, no longer runs. Best effort.
+fn sweep_leftovers(dir: &Path, name: &str) {
+    let prefix = partial_prefix(name);
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let uid = nix::unistd::geteuid().as_raw();
+    for entry in entries.flatten() {
+        let file_name = entry.file_name();
+        let Some(rest) = file_name.to_str().and_then(|n| n.strip_prefix(&prefix)) else {
+            continue;
+        };
+        let mut fields = rest.splitn(3, '-');
+        let writer = match (fields.next(), fields.next()) {
+            (Some(pid), Some(start)) => match (pid.parse(), start.parse()) {
+                (Ok(pid), Ok(start_time)) => ProcessIdentity { pid, start_time },
+                _ => continue,
+            },
+            _ => continue,
+        };
+        let ours = std::fs::symlink_metadata(entry.path())
+            .is_ok_and(|meta| meta.file_type().is_file() && meta.uid() == uid);
+        if ours && !writer.is_alive() {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
 }
 
 /// Writes the archive to `out` (the file at `temp`): its size and SHA-256.

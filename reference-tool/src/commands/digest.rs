@@ -4,26 +4,28 @@
 //! and, once the budget is spent, stops at its next checkpoint (INCOMPLETE `paused`); the
 //! identical invocation continues.
 //!
-//! **The checkpoint.** sha2's hasher state cannot be serialized, so the checkpoint holds the
-//! offset reached and the SHA-256 of the prefix up to it. A resumed run re-hashes the prefix
-//! (unpaced: reading is cheap, the pacing stands for expensive work) and checks it against
-//! the saved prefix digest before going on; a mismatch (the file changed in place without a
-//! new size, mtime or inode) discards the checkpoint with `CHECKPOINT_DISCARDED` and starts
-//! over. The result is therefore the real SHA-256 of the file, the value `sha256sum` prints,
-//! whether or not the work was interrupted.
+//! **The checkpoint.** It holds the offset reached and the SHA-256 computation's own state at
+//! that offset (the chaining value, the length and an unfinished block: [`Sha256State`], a
+//! hundred bytes), so a resumed run seeks to the offset and goes on hashing: each call does
+//! the work its budget pays for, however far into a large file it resumes. (It used to hold
+//! the digest of the prefix, which `sha2` cannot resume from: every continuation hashed the
+//! whole prefix again, and on a large file a call's budget went to that alone.) The input is
+//! recognised by its fingerprint (size, modification time, inode: a changed file discards the
+//! checkpoint with `CHECKPOINT_DISCARDED` and starts over); a state that cannot be restored
+//! is discarded the same way. The result is the real SHA-256 of the file, the value
+//! `sha256sum` prints, whether or not the work was interrupted.
 
 use std::fs::File;
-use std::io::Read;
-use std::path::Path;
+use std::io::{Read, Seek, SeekFrom};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 use super::work::{Cadence, existing, hex, pace, progress, read_failure, required, safe_point};
 use crate::framework::{CommandSpec, Ctx, Exit, Failure, Interruption, SideEffects, ValueType};
-use crate::runtime::checkpoint::{FileCheckpoints, file_fingerprint};
+use crate::runtime::checkpoint::file_fingerprint;
 use crate::runtime::context::JobContext;
+use crate::runtime::sha256::{Sha256, Sha256State};
 
 /// Bytes hashed per unit of work.
 pub const CHUNK_BYTES: usize = 64 * 1024;
@@ -50,12 +52,12 @@ pub fn spec() -> CommandSpec {
 }
 
 /// The checkpointed state.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DigestState {
     /// Bytes hashed.
     pub offset: u64,
-    /// SHA-256 (hex) of those bytes.
-    pub prefix_sha256: String,
+    /// The SHA-256 computation after those bytes.
+    pub sha256: Sha256State,
 }
 
 fn work(ctx: &mut Ctx, job: &mut JobContext<'_>) -> Result<Value, Failure> {
@@ -79,10 +81,29 @@ fn work(ctx: &mut Ctx, job: &mut JobContext<'_>) -> Result<Value, Failure> {
         ctx.warn(w.code, w.message.clone());
     }
     let mut input = File::open(&path).map_err(|e| read_failure(&path, &e))?;
+    let (mut hasher, mut offset) = match restored.state {
+        None => (Sha256::new(), 0),
+        Some(saved) => match Sha256::from_state(&saved.sha256) {
+            Ok(hasher) if hasher.length() == saved.offset => {
+                input.seek(SeekFrom::Start(saved.offset)).map_err(|e| read_failure(&path, &e))?;
+                job.resume_from(saved.offset).map_err(|e| Failure::internal(e.to_string()))?;
+                (hasher, saved.offset)
+            }
+            _ => {
+                ctx.warn(
+                    "CHECKPOINT_DISCARDED",
+                    format!(
+                        "The checkpoint {} holds no hash state to resume from; started over",
+                        checkpoints.path().display()
+                    ),
+                );
+                let _ = checkpoints.remove();
+                (Sha256::new(), 0)
+            }
+        },
+    };
     let mut cadence = Cadence::new(ctx);
     let mut buf = vec![0u8; CHUNK_BYTES];
-    let resumed = Resume { path: &path, checkpoints: &checkpoints, saved: restored.state };
-    let (mut hasher, mut offset) = resumed.run(ctx, job, &mut input, &mut buf)?;
     loop {
         pace(ctx, job)?;
         let n = input.read(&mut buf).map_err(|e| read_failure(&path, &e))?;
@@ -93,57 +114,10 @@ fn work(ctx: &mut Ctx, job: &mut JobContext<'_>) -> Result<Value, Failure> {
         offset += n as u64;
         progress(job, offset, Some(total.max(offset)), "bytes")?;
         if cadence.due(job) {
-            let state = DigestState { offset, prefix_sha256: hex(&hasher.clone().finalize()) };
+            let state = DigestState { offset, sha256: hasher.state() };
             safe_point(job.checkpoint(&checkpoints, &state, offset))?;
         }
     }
     let _ = checkpoints.remove();
     Ok(json!({"file": file, "bytes": offset, "sha256": hex(&hasher.finalize())}))
-}
-
-/// Where a run starts: after the checkpointed prefix, when the file still has it.
-struct Resume<'a> {
-    path: &'a Path,
-    checkpoints: &'a FileCheckpoints,
-    saved: Option<DigestState>,
-}
-
-impl Resume<'_> {
-    /// Re-hashes the checkpointed prefix of `input`: a match goes on after it, a mismatch (the
-    /// file changed in place) discards the checkpoint and starts over. Returns the hasher and
-    /// the offset to go on from.
-    fn run(
-        self,
-        ctx: &mut Ctx,
-        job: &mut JobContext<'_>,
-        input: &mut File,
-        buf: &mut [u8],
-    ) -> Result<(Sha256, u64), Failure> {
-        let path = self.path;
-        let mut hasher = Sha256::new();
-        let Some(saved) = self.saved else {
-            return Ok((hasher, 0));
-        };
-        let mut prefix = (&mut *input).take(saved.offset);
-        let mut hashed = 0u64;
-        loop {
-            let n = prefix.read(buf).map_err(|e| read_failure(path, &e))?;
-            if n == 0 {
-                break;
-            }
-            hasher.update(&buf[..n]);
-            hashed += n as u64;
-        }
-        if hashed == saved.offset && hex(&hasher.clone().finalize()) == saved.prefix_sha256 {
-            job.resume_from(saved.offset).map_err(|e| Failure::internal(e.to_string()))?;
-            return Ok((hasher, saved.offset));
-        }
-        ctx.warn(
-            "CHECKPOINT_DISCARDED",
-            "The file's content changed since the checkpoint; started over",
-        );
-        let _ = self.checkpoints.remove();
-        *input = File::open(path).map_err(|e| read_failure(path, &e))?;
-        Ok((Sha256::new(), 0))
-    }
 }

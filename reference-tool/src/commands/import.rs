@@ -14,6 +14,21 @@
 //! result: the identical invocation replays that result instead of writing again. A cancelled
 //! job's checkpoint is void.
 //!
+//! **One import per table, and checkpoints that name the table's state** (`runtime::target`).
+//! A fresh start claims the table in the transaction that empties it. While another import's
+//! unfinished work holds the table (its job runs, or waits paused for its continuation), a
+//! fresh start is refused with CONFLICT 6 `TABLE_IN_USE`, nothing written; a job that ended
+//! (finished, cancelled, lost) holds nothing. The checkpoint's fingerprint is the file's and
+//! the table's (the claim that filled it, and its last `_line`): a continuation finding the
+//! table dropped, refilled or changed discards its checkpoint with `CHECKPOINT_DISCARDED` and
+//! starts over, instead of going on from rows that are no longer there. Every transaction
+//! first checks, under the write lock, that the table still carries this import's claim; one
+//! that lost it (to a writer outside these rules) stops with CONFLICT 6 `TABLE_CHANGED`. So an
+//! import answers success only when the table holds exactly the file's rows. Two imports
+//! racing on one table: one fills it, the other is refused (or, when its own job had ended,
+//! finds its checkpoint void and starts over); across instances alike, since the claim lives
+//! in the target database.
+//!
 //! `--db` is a file path, never a SQLite URI or `:memory:` (see `framework::userdb`): the rows
 //! and the checkpoint must outlive the process, or a continuation would start over forever. A
 //! file that is no SQLite database is PRECONDITION 4 `DB_INVALID`, whether SQLite notices it
@@ -40,6 +55,7 @@ use crate::runtime::checkpoint::{CheckpointError, SqliteCheckpoints, file_finger
 use crate::runtime::context::JobContext;
 use crate::runtime::jobs::JobStore;
 use crate::runtime::stop::StopReason;
+use crate::runtime::target::{ClaimError, TargetClaims};
 
 /// Rows per chunk (one unit of pacing; a transaction holds one chunk or more).
 pub const CHUNK_ROWS: usize = 100;
@@ -67,6 +83,12 @@ pub fn spec() -> CommandSpec {
         })
         .exit(Exit::SUCCESS, "Every row is imported", false, SideEffects::Complete)
         .exit(Exit::NOT_FOUND, "The file does not exist", false, SideEffects::None)
+        .exit(
+            Exit::CONFLICT,
+            "The idempotency key belongs to other arguments, or another import fills the table; none of this call's rows are left",
+            false,
+            SideEffects::None,
+        )
         .exit(
             Exit::PRECONDITION,
             "The file cannot be read or has no header, or the database is no SQLite database or cannot be written",
@@ -102,7 +124,9 @@ fn db_failure(e: &rusqlite::Error, db: &Path) -> Failure {
             | ErrorCode::DatabaseCorrupt
             | ErrorCode::CannotOpen
             | ErrorCode::ReadOnly
-            | ErrorCode::PermissionDenied,
+            | ErrorCode::PermissionDenied
+            | ErrorCode::DiskFull
+            | ErrorCode::SystemIoFailure,
         ) => userdb::db_failure(e, db),
         _ => Failure::new(Exit::PRECONDITION, "DB_ERROR", format!("the database failed: {e}")),
     }
@@ -140,7 +164,7 @@ fn work(ctx: &mut Ctx, job: &mut JobContext<'_>) -> Result<Value, Failure> {
         ));
     }
     let path = existing(&file)?;
-    let fingerprint = file_fingerprint(&path).map_err(|e| read_failure(&path, &e))?;
+    let file_print = file_fingerprint(&path).map_err(|e| read_failure(&path, &e))?;
     let mut input = BufReader::new(File::open(&path).map_err(|e| read_failure(&path, &e))?);
     let mut header = String::new();
     let header_len = input.read_line(&mut header).map_err(|e| read_failure(&path, &e))? as u64;
@@ -167,24 +191,42 @@ fn work(ctx: &mut Ctx, job: &mut JobContext<'_>) -> Result<Value, Failure> {
     )?;
     let db_failure = |e: &rusqlite::Error| db_failure(e, &db_file);
     db.busy_timeout(BUSY_TIMEOUT).map_err(|e| db_failure(&e))?;
-    let checkpoints = job.sqlite_checkpoints(fingerprint);
     let mut state_db = ctx.open_state()?;
     let store = JobStore::new(ctx.state.ensure_dir()?);
     let state_conn: &Connection = state_db.conn();
-    let restored = checkpoints
+
+    // The checkpoint records rows committed to the table, so it holds only for the table as
+    // this import left it: its fingerprint is the file's and the table's (the claim that
+    // filled it and how far), recomputed here from the table itself.
+    let record = &job.job().record;
+    let target = TargetClaims::new(&table, record.identity.clone(), record.job_id.clone());
+    let claim = target.current(&db).map_err(|e| db_failure(&e))?;
+    let filled = filled_rows(&db, &table).map_err(|e| db_failure(&e))?;
+    let now_fingerprint =
+        format!("{file_print};{}", target.state_of(&db, filled).map_err(|e| db_failure(&e))?);
+    let restored = job
+        .sqlite_checkpoints(now_fingerprint)
         .restore::<ImportState>(&db, |id| store.was_cancelled(state_conn, id).unwrap_or(false))
         .map_err(|e| checkpoint_failure(&e, "read", &db_file))?;
     for w in &restored.warnings {
         ctx.warn(w.code, w.message.clone());
     }
     if let Some(result) = restored.completed {
-        // The identical invocation after completion: the result, nothing written again.
+        // The identical invocation after completion, the table as it left it: the result,
+        // nothing written again.
         return Ok(result);
     }
-    let fresh = restored.state.is_none();
+    // Resumed: the table carries this import's claim (the fingerprint matched).
+    let mut stamp = restored.state.as_ref().and(claim.map(|c| c.stamp));
     let mut state = restored.state.unwrap_or(ImportState { offset: header_len, rows: 0 });
     job.resume_from(state.rows).map_err(|e| Failure::internal(e.to_string()))?;
     input.seek(SeekFrom::Start(state.offset)).map_err(|e| read_failure(&path, &e))?;
+    // Whether this run's first transaction is still to come.
+    let mut first = true;
+    // A writer's checkpoint as of a commit: the file's fingerprint, the table's state after it.
+    let checkpoint_at = |job: &JobContext<'_>, stamp: &str, rows: u64| {
+        job.sqlite_checkpoints(format!("{file_print};{}", TargetClaims::state(stamp, rows)))
+    };
 
     let quoted: Vec<String> = columns.iter().map(|c| quote_ident(c)).collect();
     let create = format!(
@@ -198,12 +240,11 @@ fn work(ctx: &mut Ctx, job: &mut JobContext<'_>) -> Result<Value, Failure> {
         quoted.join(", "),
         (2..=columns.len() + 1).map(|i| format!("?{i}")).collect::<Vec<_>>().join(", ")
     );
-    let mut first = fresh;
     let mut cadence = Cadence::new(ctx);
-    // The transaction being filled, between two checkpoints.
+    // The transaction being filled, between two checkpoints, and the claim's stamp.
     let mut filling: Option<Transaction<'_>> = None;
     loop {
-        pace(ctx, job).map_err(|f| discard_on_cancel(f, &checkpoints, &db))?;
+        pace(ctx, job).map_err(|f| discard_on_cancel(f, &job.sqlite_checkpoints(""), &db))?;
         let mut chunk: Vec<Vec<String>> = Vec::with_capacity(CHUNK_ROWS);
         let mut consumed = 0u64;
         let mut line = String::new();
@@ -225,15 +266,36 @@ fn work(ctx: &mut Ctx, job: &mut JobContext<'_>) -> Result<Value, Failure> {
         let end = chunk.is_empty();
         let tx = match filling.take() {
             Some(tx) => tx,
-            None => Transaction::new_unchecked(&db, TransactionBehavior::Immediate)
-                .map_err(|e| db_failure(&e))?,
+            None => {
+                let tx = Transaction::new_unchecked(&db, TransactionBehavior::Immediate)
+                    .map_err(|e| db_failure(&e))?;
+                // Holding the write lock: the table is still this import's, or it is claimed
+                // now (a fresh start empties it in this same transaction).
+                let claimed = match stamp.as_deref() {
+                    None => target
+                        .take(&tx, |job| store.holds_work(state_conn, job).unwrap_or(true))
+                        .map(Some),
+                    Some(own) if first => target.adopt(&tx, own).map(|()| None),
+                    Some(own) => target.verify(&tx, own).map(|()| None),
+                };
+                match claimed {
+                    Ok(Some(taken)) => {
+                        tx.execute_batch(&create).map_err(|e| db_failure(&e))?;
+                        tx.execute(&format!("DELETE FROM {}", quote_ident(&table)), [])
+                            .map_err(|e| db_failure(&e))?;
+                        stamp = Some(taken);
+                    }
+                    Ok(None) => {}
+                    Err(e) => {
+                        drop(tx);
+                        return Err(claim_failure(e, &table, &db_file, state.rows));
+                    }
+                }
+                first = false;
+                tx
+            }
         };
-        if first {
-            tx.execute_batch(&create).map_err(|e| db_failure(&e))?;
-            tx.execute(&format!("DELETE FROM {}", quote_ident(&table)), [])
-                .map_err(|e| db_failure(&e))?;
-            first = false;
-        }
+        let own = stamp.clone().unwrap_or_default();
         {
             let mut stmt = tx.prepare_cached(&insert).map_err(|e| db_failure(&e))?;
             for fields in &chunk {
@@ -245,6 +307,7 @@ fn work(ctx: &mut Ctx, job: &mut JobContext<'_>) -> Result<Value, Failure> {
             }
         }
         state.offset += consumed;
+        let checkpoints = checkpoint_at(job, &own, state.rows);
         if end {
             let result = json!({
                 "effect": "created",
@@ -256,6 +319,7 @@ fn work(ctx: &mut Ctx, job: &mut JobContext<'_>) -> Result<Value, Failure> {
             checkpoints
                 .finish_in(&tx, &result, state.rows)
                 .map_err(|e| checkpoint_failure(&e, "save", &db_file))?;
+            target.complete(&tx, &own).map_err(|e| claim_failure(e, &table, &db_file, 0))?;
             tx.commit().map_err(|e| db_failure(&e))?;
             progress(job, state.rows, Some(state.rows), "rows")?;
             return Ok(result);
@@ -267,6 +331,66 @@ fn work(ctx: &mut Ctx, job: &mut JobContext<'_>) -> Result<Value, Failure> {
         }
         let flow = job.commit_with(&checkpoints, tx, &state, state.rows);
         safe_point(flow).map_err(|f| discard_on_cancel(f, &checkpoints, &db))?;
+    }
+}
+
+/// How far the table is filled: the number of its last data row (0 when it is empty or
+/// missing). `_line` is the primary key, so this costs a lookup, not a scan.
+fn filled_rows(db: &Connection, table: &str) -> rusqlite::Result<u64> {
+    let exists: bool = db.query_row(
+        "SELECT EXISTS(SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1)",
+        [table],
+        |r| r.get(0),
+    )?;
+    if !exists {
+        return Ok(0);
+    }
+    let sql = format!("SELECT coalesce(max(_line), 0) FROM {}", quote_ident(table));
+    match db.query_row(&sql, [], |r| r.get::<_, i64>(0)) {
+        Ok(n) => Ok(u64::try_from(n).unwrap_or(0)),
+        // A table of the same name without `_line` is no import's: nothing of it counts.
+        Err(rusqlite::Error::SqliteFailure(_, Some(message)))
+            if message.contains("no such column") =>
+        {
+            Ok(0)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// The answer when the table is not this import's to fill: CONFLICT 6, nothing of this call's
+/// left in it.
+fn claim_failure(error: ClaimError, table: &str, db_file: &Path, committed: u64) -> Failure {
+    let db = db_file.display().to_string();
+    match error {
+        ClaimError::Held { job_id } => Failure::new(
+            Exit::CONFLICT,
+            "TABLE_IN_USE",
+            format!(
+                "table `{table}` of {db} is being filled by another import (job {job_id}); \
+                 nothing was written"
+            ),
+        )
+        .retryable(false)
+        .phase(Phase::Validation)
+        .context(json!({"db": db, "table": table, "holder_job_id": job_id}))
+        .suggestion(format!(
+            "wait for that import to finish, or end it with `job cancel {job_id}` (from its \
+             instance), then repeat"
+        )),
+        ClaimError::Changed => Failure::new(
+            Exit::CONFLICT,
+            "TABLE_CHANGED",
+            format!(
+                "table `{table}` of {db} was dropped or refilled by another writer while this \
+                 import ran ({committed} rows committed before); the import stopped and the \
+                 table holds none of them"
+            ),
+        )
+        .retryable(false)
+        .context(json!({"db": db, "table": table}))
+        .suggestion("repeat the import once the other writer is done: it starts over"),
+        ClaimError::Db(e) => db_failure(&e, db_file),
     }
 }
 

@@ -116,8 +116,11 @@ pub fn existing(path: &str) -> Result<PathBuf, Failure> {
     Ok(p)
 }
 
-/// A read failure of an input.
+/// A read failure of an input (the descriptor limit is told apart: no input is at fault).
 pub fn read_failure(path: &Path, error: &std::io::Error) -> Failure {
+    if crate::runtime::fsutil::is_out_of_descriptors(error) {
+        return Failure::too_many_open_files(&format!("cannot read {}", path.display()), error);
+    }
     Failure::new(
         Exit::PRECONDITION,
         "INPUT_UNREADABLE",

@@ -8,7 +8,8 @@
 //! 2. the detached worker (`__worker <job dir>`) and other hidden entry points, before clap;
 //! 3. parse (clap) → ARG_ERROR, help or `--version`;
 //! 4. validation of framework flags and environment ([`super::prepare`]);
-//! 5. idempotency: a finished call with the same key answers from the store;
+//! 5. idempotency: the key's first use reserves it for the call's arguments; a finished call
+//!    with the same key answers from the store, other arguments under it are refused;
 //! 6. interruptible, async and `job` commands: the job runtime ([`super::interrupt`]), with
 //!    the call budget resolved first ([`super::budget`]);
 //! 7. the work, on its own thread, bounded by the wall-clock limit and SIGTERM;
@@ -21,7 +22,7 @@ use std::io::Write;
 use std::panic::AssertUnwindSafe;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -40,7 +41,7 @@ use super::prepare::{Prepared, prepare};
 use super::registry::{CommandSpec, DEFAULT_TIMEOUT_MS, RegistrationError, Registry};
 use super::respond::{IdempotencyRecord, args_digest, respond};
 use super::state::{
-    DEFAULT_INSTANCE, FRAMEWORK_MIGRATIONS, Migration, StateConfig, StateDb, key_reused,
+    DEFAULT_INSTANCE, FRAMEWORK_MIGRATIONS, KeyUse, Migration, StateConfig, StateDb, key_reused,
 };
 use super::stop::{StopReason, StopToken};
 use super::stream::{StreamEnd, StreamSink};
@@ -143,7 +144,8 @@ pub struct App {
     hidden: BTreeMap<String, HiddenEntry>,
     parts: Parts,
     sigterm: Arc<AtomicBool>,
-    sigint: Arc<AtomicBool>,
+    /// The signal that cancelled the call, SIGINT or SIGHUP (REQ-F-069); 0 while none came.
+    cancel_signal: Arc<AtomicUsize>,
 }
 
 impl App {
@@ -158,7 +160,7 @@ impl App {
             hidden: BTreeMap::new(),
             parts: Parts::default(),
             sigterm: Arc::new(AtomicBool::new(false)),
-            sigint: Arc::new(AtomicBool::new(false)),
+            cancel_signal: Arc::new(AtomicUsize::new(0)),
         }
     }
 
@@ -226,8 +228,30 @@ impl App {
 
     /// Installs the SIGTERM handler: it only raises a flag that the supervisor polls, so a
     /// second SIGTERM changes nothing and never causes a second write (REQ-F-013).
+    ///
+    /// SIGXFSZ gets a handler that does nothing: past a file-size limit (`ulimit -f`) a write
+    /// then fails with EFBIG, which the command answers with an error envelope, where the
+    /// signal's default action killed the process without one.
     pub fn install_signal_handlers(&self) -> std::io::Result<()> {
         signal_hook::flag::register(signal_hook::consts::SIGTERM, Arc::clone(&self.sigterm))?;
+        signal_hook::flag::register(
+            signal_hook::consts::SIGXFSZ,
+            Arc::new(AtomicBool::new(false)),
+        )?;
+        Ok(())
+    }
+
+    /// Installs the handlers of the signals that cancel a call, SIGINT and SIGHUP (REQ-F-069):
+    /// each records its number in `cancel_signal` and, for the job runtime, raises `also`
+    /// (the SIGTERM flag: the work stops at its next safe point, a wait ends at once).
+    fn listen_for_cancel(&self, also: Option<&Arc<AtomicBool>>) -> std::io::Result<()> {
+        for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGHUP] {
+            let number = usize::try_from(signal).unwrap_or(0);
+            signal_hook::flag::register_usize(signal, Arc::clone(&self.cancel_signal), number)?;
+            if let Some(flag) = also {
+                signal_hook::flag::register(signal, Arc::clone(flag))?;
+            }
+        }
         Ok(())
     }
 
@@ -311,6 +335,7 @@ impl App {
             about: &self.about,
             migrations: &self.migrations,
             sigterm: &self.sigterm,
+            cancel_signal: &self.cancel_signal,
             parts: &self.parts,
         }
     }
@@ -333,22 +358,25 @@ impl App {
         prepared: Prepared,
         budget: Option<&CallBudget>,
     ) -> Response {
-        let Prepared { args, invocation, state, .. } = prepared;
+        let Prepared { args, invocation, mut state, .. } = prepared;
+        // A call with a budget waits for the state database no longer than its budget.
+        state.deadline = budget.and_then(|b| b.budget).map(|b| invocation.started + b);
         let digest = args_digest(&spec.path, &args);
         let key = invocation.idempotency_key.clone();
         let instance = state.instance.clone();
 
-        // Stage 5: a finished call with the same key answers from the store.
+        // Stage 5: the key is claimed: its first use reserves it for these arguments; a
+        // finished call with the same key answers from the store, one with other arguments
+        // (finished or still running) is refused, and the first call's continuation goes on.
         let mut db = None;
         if let (true, Some(key)) = (spec.danger_level.writes(), &key) {
             let mut opened = match StateDb::open(&state, &self.migrations) {
                 Ok(opened) => opened,
                 Err(e) => return Response::failure(e.to_failure()),
             };
-            let lookup = opened.idempotency_lookup(&state.instance, &spec.path, key);
-            match lookup {
+            match opened.idempotency_claim(&state.instance, &spec.path, key, &digest) {
                 Err(e) => return Response::failure(e.to_failure()),
-                Ok(Some((stored_digest, data))) if stored_digest == digest => {
+                Ok(KeyUse::Finished(data)) => {
                     let mut data = data;
                     if let Some(map) = data.as_object_mut() {
                         map.insert("effect".into(), json!("noop"));
@@ -357,8 +385,10 @@ impl App {
                     response.meta.insert("idempotency_hit".into(), json!(true));
                     return response;
                 }
-                Ok(Some(_)) => return Response::failure(key_reused(key)),
-                Ok(None) => {}
+                Ok(KeyUse::Conflict { in_progress }) => {
+                    return Response::failure(key_reused(key, in_progress));
+                }
+                Ok(KeyUse::Reserved | KeyUse::InProgress) => {}
             }
             db = Some(opened);
         }
@@ -368,6 +398,11 @@ impl App {
         // worker, or run here up to a checkpoint past the budget. The budget was resolved in
         // `dispatch`. Every other command runs below under its plain wall-clock limit.
         if interrupt::handles(spec) {
+            // SIGINT and SIGHUP stop the work at its next safe point, as SIGTERM does, and the
+            // call answers the cancellation envelope (REQ-F-069), saying where the job stands.
+            if let Err(e) = self.listen_for_cancel(Some(&self.sigterm)) {
+                let _ = writeln!(std::io::stderr().lock(), "reftool: no SIGINT handler: {e}");
+            }
             let call = interrupt::Call { args, invocation, state, budget, idempotency: db };
             return interrupt::dispatch(&self.host(), spec, call);
         }
@@ -394,7 +429,14 @@ impl App {
             Supervised::Stopped(reason) => {
                 (Err(stop_failure(spec, reason, timeout)), Vec::new(), Default::default())
             }
-            Supervised::Interrupted => (Err(sigint_failure()), Vec::new(), Default::default()),
+            Supervised::Interrupted => {
+                let signal = i32::try_from(self.cancel_signal.load(Ordering::SeqCst)).unwrap_or(0);
+                (
+                    Err(Failure::cancelled_by(signal, "the work stopped")),
+                    Vec::new(),
+                    Default::default(),
+                )
+            }
         };
         let record = db.as_mut().zip(key.as_deref()).map(|(db, key)| IdempotencyRecord {
             db,
@@ -414,8 +456,9 @@ impl App {
         response
     }
 
-    /// Runs the work on its own thread and watches the clock, SIGTERM and SIGINT. SIGINT is
-    /// answered here only (REQ-F-069): commands run by the job runtime keep its default.
+    /// Runs the work on its own thread and watches the clock, SIGTERM, SIGINT and SIGHUP
+    /// (REQ-F-069: a cancellation envelope, 130 or 129; the job runtime answers them in its
+    /// own way, see `interrupt`).
     fn supervise(
         &self,
         spec: &CommandSpec,
@@ -425,9 +468,7 @@ impl App {
         started: Instant,
         sink: Option<&StreamSink>,
     ) -> Supervised {
-        if let Err(e) =
-            signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&self.sigint))
-        {
+        if let Err(e) = self.listen_for_cancel(None) {
             ctx.warn("SIGINT_NOT_HANDLED", format!("no SIGINT handler: {e}"));
         }
         let mut interrupted = false;
@@ -478,7 +519,10 @@ impl App {
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
             }
             let now = Instant::now();
-            if stopped_at.is_none() && !interrupted && self.sigint.load(Ordering::SeqCst) {
+            if stopped_at.is_none()
+                && !interrupted
+                && self.cancel_signal.load(Ordering::SeqCst) != 0
+            {
                 interrupted = true;
                 if let Some(sink) = sink {
                     // A stream stops at once: the sink is closed before anything else, so the
@@ -533,7 +577,7 @@ enum Supervised {
         ctx: Box<Ctx>,
     },
     Stopped(StopReason),
-    /// SIGINT stopped the work.
+    /// SIGINT or SIGHUP stopped the work.
     Interrupted,
 }
 
@@ -549,6 +593,7 @@ impl Supervised {
                     dir: None,
                     instance: DEFAULT_INSTANCE.into(),
                     busy_timeout: Duration::ZERO,
+                    deadline: None,
                 },
                 StopToken::new(),
             )),
@@ -594,14 +639,6 @@ fn stop_failure(spec: &CommandSpec, reason: StopReason, timeout: Option<Duration
         }
         StopReason::Budget => Failure::stopped(StopReason::Budget),
     }
-}
-
-/// The cancellation envelope after SIGINT (REQ-F-069): CANCELLED, exit 130, `data.partial`.
-fn sigint_failure() -> Failure {
-    Failure::new(Exit::SIGINT, "CANCELLED", "cancelled by SIGINT; the work stopped")
-        .retryable(false)
-        .context(json!({"signal": "SIGINT"}))
-        .with_data(json!({"partial": true}))
 }
 
 fn test_fault() -> Option<String> {

@@ -2,8 +2,8 @@
 //!
 //! Codes 0–14 form the standard table; 79–125 are free for a command's own meanings and must be
 //! declared like any other; 15–78 are unassigned and 126–255 belong to the shell, so a command
-//! may declare neither. The framework's own signal exit (143 after SIGTERM) is not a command
-//! exit and never appears in a manifest.
+//! may declare neither. The framework's own signal exits (143 after SIGTERM, 130 after SIGINT,
+//! 129 after SIGHUP) are not command exits and never appear in a manifest.
 
 use serde::Serialize;
 
@@ -47,6 +47,8 @@ impl Exit {
     pub const SIGTERM: Exit = Exit(143);
     /// 128 + SIGINT: the caller cancelled the call (REQ-F-069).
     pub const SIGINT: Exit = Exit(130);
+    /// 128 + SIGHUP: the caller's terminal went away; answered like SIGINT.
+    pub const SIGHUP: Exit = Exit(129);
 
     /// First and last code a command may give its own meaning.
     pub const COMMAND_SPECIFIC: std::ops::RangeInclusive<u8> = 79..=125;

@@ -137,6 +137,39 @@ impl Failure {
         self
     }
 
+    /// The cancellation answer after SIGINT or SIGHUP (REQ-F-069): `CANCELLED`, exit 128 + the
+    /// signal (130, 129), `data.partial` true, `what` saying what became of the work.
+    pub fn cancelled_by(signal: i32, what: &str) -> Self {
+        let (exit, name) = if signal == libc::SIGHUP {
+            (Exit::SIGHUP, "SIGHUP")
+        } else {
+            (Exit::SIGINT, "SIGINT")
+        };
+        Failure::new(exit, "CANCELLED", format!("cancelled by {name}; {what}"))
+            .retryable(false)
+            .context(serde_json::json!({"signal": name}))
+            .with_data(serde_json::json!({"partial": true}))
+    }
+
+    /// The process ran out of file descriptors (EMFILE, or the system's ENFILE): `what` failed
+    /// ("failed to open ..."): PRECONDITION 4 `TOO_MANY_OPEN_FILES`, naming the limit; no path
+    /// is at fault, so the advice is the limit, not another directory.
+    pub fn too_many_open_files(what: &str, error: impl std::fmt::Display) -> Self {
+        let limit = crate::runtime::fsutil::descriptor_limit();
+        let shown = limit.map_or_else(|| "unknown".to_owned(), |l| l.to_string());
+        Failure::new(
+            Exit::PRECONDITION,
+            "TOO_MANY_OPEN_FILES",
+            format!("{what}: the process may open no more files ({error})"),
+        )
+        .retryable(false)
+        .context(serde_json::json!({"open_files_limit": limit}))
+        .suggestion(format!(
+            "raise the limit on open files (ulimit -n, now {shown}) or close the descriptors \
+             passed down to reftool, then repeat the call"
+        ))
+    }
+
     /// The failure for work that stopped because the framework asked it to. The framework
     /// replaces it with the honest TIMEOUT or cancellation envelope; commands just return it.
     pub fn stopped(reason: StopReason) -> Self {

@@ -795,8 +795,9 @@ pub fn validate(mut spec: CommandSpec) -> Result<CommandSpec, RegistrationError>
 }
 
 /// Exits the framework itself may produce for every command, added when the command did not
-/// declare them: an internal error, invalid arguments, the wall-clock limit, and for writers the
-/// idempotency conflict and the state database's unavailability.
+/// declare them: an internal error, invalid arguments, the wall-clock limit, for writers the
+/// idempotency conflict, and for every command that uses the state database (writers,
+/// interruptible and async commands, the `job` built-ins) its unavailability.
 fn add_framework_exits(spec: &mut CommandSpec) {
     let writes = spec.danger_level.writes();
     let defaults = [
@@ -829,11 +830,15 @@ fn add_framework_exits(spec: &mut CommandSpec) {
         spec.exit_codes.entry(Exit::CONFLICT).or_insert_with(|| {
             ExitCodeEntry::new(
                 Exit::CONFLICT,
-                "The idempotency key was used with other arguments; nothing was done",
+                "The idempotency key belongs to a call with other arguments; nothing was done",
                 false,
                 SideEffects::None,
             )
         });
+    }
+    let stateful =
+        writes || spec.interruption.is_some() || spec.is_async || spec.path.starts_with("job.");
+    if stateful {
         spec.exit_codes.entry(Exit::UNAVAILABLE).or_insert_with(|| {
             ExitCodeEntry::new(
                 Exit::UNAVAILABLE,

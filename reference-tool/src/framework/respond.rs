@@ -67,7 +67,7 @@ pub(crate) fn respond(
         }
         Err(failure) => Response::failure(failure),
     };
-    let signal_exit = response.exit == Exit::SIGTERM || response.exit == Exit::SIGINT;
+    let signal_exit = [Exit::SIGTERM, Exit::SIGINT, Exit::SIGHUP].contains(&response.exit);
     if test_mode && !signal_exit && spec.entry(response.exit).is_none() {
         response = Response::failure(
             Failure::internal(format!(

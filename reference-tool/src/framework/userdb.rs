@@ -7,6 +7,8 @@
 //! | busy, locked (after [`DB_BUSY_TIMEOUT`]) | `DB_BUSY`, retryable after 1 s | UNAVAILABLE |
 //! | not a database, corrupt | `DB_INVALID` | PRECONDITION |
 //! | cannot open, read-only, permission denied | `DB_UNWRITABLE` | PRECONDITION |
+//! | cannot open, no file descriptor left | `TOO_MANY_OPEN_FILES` | PRECONDITION |
+//! | disk full, I/O error (a write past `ulimit -f` too) | `DB_WRITE_FAILED` | GENERAL_ERROR |
 //! | anything else | `DB_ERROR` | GENERAL_ERROR |
 //!
 //! **A `--db` is the path of a file.** SQLite gives some names a meaning of their own: the
@@ -38,6 +40,12 @@ const DB_BUSY_RETRY_AFTER_MS: u64 = 1000;
 /// The failure a SQLite error on the database at `path` answers.
 pub fn db_failure(error: &rusqlite::Error, path: &Path) -> Failure {
     let shown = path.display();
+    if error.sqlite_error_code() == Some(ErrorCode::CannotOpen)
+        && crate::runtime::fsutil::out_of_descriptors_now()
+    {
+        // SQLite says only "unable to open database file"; the descriptor limit is why.
+        return Failure::too_many_open_files(&format!("failed to open {shown}"), error);
+    }
     match error.sqlite_error_code() {
         Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => Failure::new(
             Exit::UNAVAILABLE,
@@ -57,6 +65,19 @@ pub fn db_failure(error: &rusqlite::Error, path: &Path) -> Failure {
                 "DB_UNWRITABLE",
                 format!("cannot write {shown}: {error}"),
             )
+        }
+        Some(ErrorCode::DiskFull | ErrorCode::SystemIoFailure) => {
+            // A full disk, or a write past the file-size limit (`ulimit -f`: EFBIG, which
+            // SQLite reports as an I/O error).
+            let limit = crate::runtime::fsutil::file_size_limit()
+                .map(|bytes| format!(" (this process may write files of {bytes} bytes at most)"))
+                .unwrap_or_default();
+            Failure::new(
+                Exit::GENERAL_ERROR,
+                "DB_WRITE_FAILED",
+                format!("a write to {shown} failed: {error}{limit}"),
+            )
+            .suggestion("free disk space, or raise the file-size limit (ulimit -f), then repeat")
         }
         _ => Failure::new(Exit::GENERAL_ERROR, "DB_ERROR", format!("{shown}: {error}")),
     }

@@ -18,7 +18,9 @@
 //! **Fingerprint.** `restore` compares the saved fingerprint with the current one (see
 //! [`file_fingerprint`]); a mismatch discards the checkpoint with a
 //! [`CHECKPOINT_DISCARDED`] warning and the work starts over. A state that no longer
-//! deserializes is discarded the same way.
+//! deserializes is discarded the same way. A writer's fingerprint covers its target too (the
+//! state of the table it fills, see [`super::target`]): its checkpoint records units committed
+//! there, and holds only while they are.
 //!
 //! **Safe points.** [`FileCheckpoints::checkpoint`] and [`SqliteCheckpoints::commit_with`]
 //! save first, then ask the [`StopControl`]; a stop request (budget, SIGTERM, cancel, lifetime)
@@ -128,6 +130,7 @@ fn discarded<T>(job_id: &str, reason: &str) -> Restored<T> {
 fn decide<T: DeserializeOwned>(
     saved: SavedCheckpoint,
     fingerprint: &str,
+    changed: &str,
     is_void: impl Fn(&str) -> bool,
 ) -> (Restored<T>, bool) {
     if is_void(&saved.job_id) {
@@ -135,7 +138,7 @@ fn decide<T: DeserializeOwned>(
         return (Restored { state: None, done: 0, warnings: Vec::new(), completed: None }, true);
     }
     if saved.fingerprint != fingerprint {
-        return (discarded(&saved.job_id, "Input changed since the checkpoint"), true);
+        return (discarded(&saved.job_id, changed), true);
     }
     match serde_json::from_value::<T>(saved.state) {
         Ok(state) => (
@@ -173,14 +176,17 @@ impl FileCheckpoints {
             Ok(s) => s,
             Err(e) if e.kind() == io::ErrorKind::InvalidData => {
                 self.remove()?;
-                return Ok(discarded(self.job_id.as_str(), "The checkpoint file is unreadable"));
+                let reason =
+                    format!("The checkpoint file {} is unreadable ({e})", self.path.display());
+                return Ok(discarded(self.job_id.as_str(), &reason));
             }
             Err(e) => return Err(e.into()),
         };
         let Some(saved) = saved else {
             return Ok(Restored { state: None, done: 0, warnings: Vec::new(), completed: None });
         };
-        let (restored, discard) = decide(saved, &self.fingerprint, |_| false);
+        let (restored, discard) =
+            decide(saved, &self.fingerprint, "Input changed since the checkpoint", |_| false);
         if discard {
             self.remove()?;
         }
@@ -294,7 +300,8 @@ impl SqliteCheckpoints {
             state,
             saved_at_ms: u64::try_from(saved_at).unwrap_or(0),
         };
-        let (restored, discard) = decide(saved, &self.fingerprint, is_void);
+        let changed = "The input or the target changed since the checkpoint";
+        let (restored, discard) = decide(saved, &self.fingerprint, changed, is_void);
         if discard {
             self.remove(conn)?;
         }

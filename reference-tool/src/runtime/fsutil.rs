@@ -123,6 +123,33 @@ pub fn tail(path: &Path, max_bytes: usize) -> String {
     String::from_utf8_lossy(slice).into_owned()
 }
 
+/// Whether `error` is the process (EMFILE) or the system (ENFILE) running out of file
+/// descriptors: no path or permission is at fault, and the answer must say so.
+pub fn is_out_of_descriptors(error: &io::Error) -> bool {
+    matches!(error.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
+}
+
+/// Whether this process can open no file right now (it tries `/dev/null`): how to tell the
+/// descriptor limit behind an error that does not carry its errno (SQLite's "unable to open
+/// database file").
+pub fn out_of_descriptors_now() -> bool {
+    File::open("/dev/null").is_err_and(|e| is_out_of_descriptors(&e))
+}
+
+/// The soft limit on open files of this process (`ulimit -n`), when it can be read.
+pub fn descriptor_limit() -> Option<u64> {
+    nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE).ok().map(|l| l.0)
+}
+
+/// The soft limit on the size of a file this process writes (`ulimit -f`), in bytes, when one
+/// is set.
+pub fn file_size_limit() -> Option<u64> {
+    nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_FSIZE)
+        .ok()
+        .map(|l| l.0)
+        .filter(|&bytes| bytes != nix::sys::resource::RLIM_INFINITY)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -216,10 +216,17 @@ pub fn digest_file(path: &Path) -> io::Result<String> {
 
 /// Whether an argv already carries `--idempotency-key` (before any `--`).
 pub fn has_idempotency_flag(argv: &[OsString]) -> bool {
+    has_flag(argv, "--idempotency-key")
+}
+
+/// Whether an argv carries the long flag `flag` (`--flag value` or `--flag=value`, before any
+/// `--`).
+pub fn has_flag(argv: &[OsString], flag: &str) -> bool {
+    let with_value = format!("{flag}=");
     argv.iter()
         .map(|a| a.as_os_str())
         .take_while(|a| *a != OsStr::new("--"))
-        .any(|a| a == "--idempotency-key" || a.as_bytes().starts_with(b"--idempotency-key="))
+        .any(|a| a == flag || a.as_bytes().starts_with(with_value.as_bytes()))
 }
 
 #[cfg(test)]

@@ -9,7 +9,10 @@
 //!   `--idempotency-key <key>` for a writer when the caller gave none. Pass the identity's
 //!   derived key ([`super::identity::InvocationIdentity::derived_idempotency_key`]): the
 //!   continuation then has the same identity as the first call, so it finds the same job and
-//!   checkpoint.
+//!   checkpoint. The global flags of `<tool…>` that the invocation does not carry itself are
+//!   put in after argv\[0\]: an instance chosen by the environment (`REFTOOL_INSTANCE_ID`) is
+//!   part of the work's identity, and a continuation run verbatim in another environment must
+//!   still continue this work (REQ-F-082), not start it again in the default instance.
 //! - `cancel_command` is `<tool…> job cancel <id>` in both states.
 //!
 //! `<tool…>` is the `tool` slice the framework passes: argv\[0\] as invoked, followed by
@@ -22,7 +25,7 @@ use std::ffi::{OsStr, OsString};
 
 use serde::Serialize;
 
-use super::identity::has_idempotency_flag;
+use super::identity::{has_flag, has_idempotency_flag};
 use super::ids::JobId;
 use super::progress::Progress;
 use super::quote::quote_argv;
@@ -81,6 +84,22 @@ pub fn paused(
     writer_key: Option<&str>,
 ) -> IncompleteData {
     let mut argv = original_argv.to_vec();
+    // `tool` is argv[0] and the global flags selecting this state: those the invocation does
+    // not carry itself go in after argv[0] (`--instance-id` is never part of the identity's
+    // arguments, so the continuation stays the identical invocation).
+    let mut missing: Vec<OsString> = Vec::new();
+    let mut globals = tool.get(1..).unwrap_or_default().iter();
+    while let Some(flag) = globals.next() {
+        let value = globals.next();
+        let given =
+            flag.to_str().is_some_and(|f| has_flag(original_argv.get(1..).unwrap_or_default(), f));
+        if !given {
+            missing.push(flag.clone());
+            missing.extend(value.cloned());
+        }
+    }
+    let at = argv.len().min(1);
+    argv.splice(at..at, missing);
     if let Some(key) = writer_key
         && !has_idempotency_flag(original_argv.get(1..).unwrap_or_default())
     {
@@ -220,6 +239,35 @@ mod tests {
         assert!(
             writer.continue_command.as_bytes().is_ascii() || !writer.continue_command.is_empty()
         );
+    }
+
+    #[test]
+    fn paused_carries_an_instance_chosen_by_the_environment_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let exe = printer(dir.path());
+        let id = JobId::generate().unwrap();
+        let argv: Vec<OsString> = vec![exe.clone(), "digest".into(), "big.txt".into()];
+        // The instance came from the environment: the continuation names it.
+        let from_env = paused(&argv, &tool_prefix(&exe, Some("team-a")), &id, progress(), None);
+        assert_eq!(
+            run(&from_env.continue_command),
+            ["--instance-id", "team-a", "digest", "big.txt"]
+        );
+        // The invocation named it itself (either spelling): verbatim, named once.
+        for flagged in [
+            vec![
+                exe.clone(),
+                "digest".into(),
+                "big.txt".into(),
+                "--instance-id".into(),
+                "team-a".into(),
+            ],
+            vec![exe.clone(), "--instance-id=team-a".into(), "digest".into(), "big.txt".into()],
+        ] {
+            let data = paused(&flagged, &tool_prefix(&exe, Some("team-a")), &id, progress(), None);
+            let words = run(&data.continue_command);
+            assert_eq!(words, flagged[1..].iter().map(|a| a.to_str().unwrap()).collect::<Vec<_>>());
+        }
     }
 
     #[test]

@@ -33,6 +33,17 @@
 //! a process dies between writing `result.json` and committing, the file wins: readers treat a
 //! present `result.json` as the end of the job and repair the row.
 //!
+//! # Unreadable files
+//!
+//! Every file is written atomically and fsynced, `progress.json` included (an unsynced rename
+//! can leave an empty file after a crash of the machine). A job file that is missing or does
+//! not parse all the same (a disk's damage, an edit) makes the job's state unknown: reading
+//! it is [`JobError::Unreadable`], naming the file, never a guess. `job cancel` still ends
+//! such a job from its row ([`JobStore::request_cancel`]), and the identical invocation ends it
+//! as lost with `JOB_STATE_UNREADABLE` ([`JobStore::end_unreadable`]) and starts a new job,
+//! which resumes from the invocation's checkpoint when that is intact (checkpoints are files of
+//! their own, see `checkpoint.rs`; an unreadable one is discarded with CHECKPOINT_DISCARDED).
+//!
 //! # Statuses
 //!
 //! `running` (someone works on it: the detached worker, or the front process of a resume-only
@@ -92,6 +103,8 @@ pub const STALLED: &str = "STALLED";
 pub const TIMEOUT: &str = "TIMEOUT";
 /// Error code of a cancelled job.
 pub const CANCELLED: &str = "CANCELLED";
+/// Error code of a job ended because its state files were unreadable.
+pub const JOB_STATE_UNREADABLE: &str = "JOB_STATE_UNREADABLE";
 
 /// File names inside a job directory.
 pub const JOB_FILE: &str = "job.json";
@@ -400,9 +413,31 @@ pub enum JobError {
     /// A job file could not be read or written.
     #[error("failed to access job files: {0}")]
     Io(#[from] io::Error),
-    /// A job file or row holds something unreadable.
+    /// A job row holds something unreadable.
     #[error("corrupt job state: {0}")]
     Corrupt(String),
+    /// A file of the job's directory is missing or unreadable (torn by a crash, emptied,
+    /// edited): the job's state is unknown. `job cancel` ends such a job, and the identical
+    /// invocation replaces it ([`JobStore::end_unreadable`]).
+    #[error("job {id}'s state file {} is unreadable: {reason}", path.display())]
+    Unreadable {
+        /// The job.
+        id: JobId,
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+}
+
+impl JobError {
+    /// Whether the state database stayed locked (by another process) past the wait allowed.
+    pub fn is_busy(&self) -> bool {
+        matches!(self, JobError::Db(e) if matches!(
+            e.sqlite_error_code(),
+            Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+        ))
+    }
 }
 
 /// What the caller asks to run.
@@ -481,6 +516,7 @@ struct Row {
     status: JobStatus,
     owner: Option<ProcessIdentity>,
     cancel_requested: bool,
+    identity: IdentityKey,
 }
 
 /// The job store rooted at a state directory, with the naming of its jobs and the sink of
@@ -580,8 +616,8 @@ impl JobStore {
     fn read_row(tx: &Connection, instance: &str, id: &JobId) -> Result<Option<Row>, JobError> {
         let row = tx
             .query_row(
-                "SELECT status, owner_pid, owner_start_time, cancel_requested FROM reftool_jobs
-                 WHERE job_id = ?1 AND instance = ?2",
+                "SELECT status, owner_pid, owner_start_time, cancel_requested, identity
+                 FROM reftool_jobs WHERE job_id = ?1 AND instance = ?2",
                 params![id.as_str(), instance],
                 |r| {
                     Ok((
@@ -589,11 +625,12 @@ impl JobStore {
                         r.get::<_, Option<i64>>(1)?,
                         r.get::<_, Option<i64>>(2)?,
                         r.get::<_, i64>(3)?,
+                        r.get::<_, String>(4)?,
                     ))
                 },
             )
             .optional()?;
-        let Some((status, pid, start, cancel)) = row else {
+        let Some((status, pid, start, cancel, identity)) = row else {
             return Ok(None);
         };
         let status = JobStatus::parse(&status)
@@ -605,15 +642,24 @@ impl JobStore {
             }),
             _ => None,
         };
-        Ok(Some(Row { status, owner, cancel_requested: cancel != 0 }))
+        Ok(Some(Row {
+            status,
+            owner,
+            cancel_requested: cancel != 0,
+            identity: IdentityKey(identity),
+        }))
     }
 
     fn view(&self, instance: &str, id: &JobId, row: &Row) -> Result<JobView, JobError> {
         let dir = self.job_dir(instance, id);
-        let record: JobRecord = read_json(&dir.join(JOB_FILE))?
-            .ok_or_else(|| JobError::Corrupt(format!("{} has no {JOB_FILE}", dir.display())))?;
-        let outcome: Option<JobOutcome> = read_json(&dir.join(RESULT_FILE))?;
-        let progress = ProgressFile::read(&dir)?;
+        let record: JobRecord =
+            read_job_file(id, &dir, JOB_FILE)?.ok_or_else(|| JobError::Unreadable {
+                id: id.clone(),
+                path: dir.join(JOB_FILE),
+                reason: "it is missing".into(),
+            })?;
+        let outcome: Option<JobOutcome> = read_job_file(id, &dir, RESULT_FILE)?;
+        let progress: Option<ProgressFile> = read_job_file(id, &dir, PROGRESS_FILE)?;
         Ok(JobView {
             status: outcome.as_ref().map_or(row.status, |o| o.status),
             progress_changed_at_ms: progress
@@ -641,23 +687,26 @@ impl JobStore {
             return Err(JobError::NotFound(id.to_string()));
         };
         let dir = self.job_dir(instance, id);
-        if !row.status.is_active() || dir.join(RESULT_FILE).exists() {
-            if row.status.is_active() {
-                // The file won an earlier race with a crash: repair the row.
-                if let Some(existing) = read_json::<JobOutcome>(&dir.join(RESULT_FILE))? {
-                    self.set_ended(tx, id, &existing)?;
-                }
-            }
+        if !row.status.is_active() {
             return Ok(false);
         }
+        // An unreadable outcome file is no outcome: this one replaces it.
+        if let Ok(Some(existing)) = read_json::<JobOutcome>(&dir.join(RESULT_FILE)) {
+            // The file won an earlier race with a crash: repair the row.
+            self.set_ended(tx, id, &existing)?;
+            return Ok(false);
+        }
+        Self::ensure_dir(&dir)?;
         write_json_atomic(&dir.join(RESULT_FILE), outcome)?;
         // The outcome file is what a waiter answers from: wake them now, not at the commit.
         super::doorbell::ring(&dir);
         self.set_ended(tx, id, outcome)?;
+        if ProgressFile::read(&dir).is_err() {
+            // An ended job's progress is final; an unreadable one must not hide its outcome.
+            let _ = std::fs::remove_file(dir.join(PROGRESS_FILE));
+        }
         if outcome.status == JobStatus::Cancelled {
-            if let Ok(Some(record)) = read_json::<JobRecord>(&dir.join(JOB_FILE)) {
-                let _ = std::fs::remove_file(self.checkpoint_path(instance, &record.identity));
-            }
+            let _ = std::fs::remove_file(self.checkpoint_path(instance, &row.identity));
         }
         Ok(true)
     }
@@ -756,8 +805,11 @@ impl JobStore {
     /// Race-free across processes (one `BEGIN IMMEDIATE` transaction).
     pub fn create_or_attach(&self, conn: &Connection, new: NewJob) -> Result<Claim, JobError> {
         let result = self.create_or_attach_inner(conn, &new);
-        if let Some(spool) = &new.stdin_spool {
-            // Moved into the job dir on creation; otherwise it is not needed.
+        if let Some(spool) = &new.stdin_spool
+            && !matches!(result, Err(JobError::Unreadable { .. }))
+        {
+            // Moved into the job dir on creation; otherwise it is not needed (except by the
+            // claim that follows the replacement of an unreadable job: `end_unreadable`).
             let _ = std::fs::remove_file(spool);
         }
         result
@@ -970,8 +1022,22 @@ impl JobStore {
         id: &JobId,
     ) -> Result<CancelOutcome, JobError> {
         let tx = immediate(conn)?;
-        let view = self.settle(&tx, instance, id, now_ms())?;
-        match view.status {
+        let status = match self.settle(&tx, instance, id, now_ms()) {
+            Ok(view) => view.status,
+            // Its files are unreadable, its row is not: the row decides.
+            Err(JobError::Unreadable { .. }) => {
+                let row = Self::read_row(&tx, instance, id)?
+                    .ok_or_else(|| JobError::NotFound(id.to_string()))?;
+                let nobody_works = row.owner.is_none_or(|o| !o.is_alive());
+                if row.status == JobStatus::Running && nobody_works {
+                    JobStatus::Paused
+                } else {
+                    row.status
+                }
+            }
+            Err(e) => return Err(e),
+        };
+        match status {
             JobStatus::Paused => {
                 self.end_in(&tx, instance, id, &JobOutcome::cancelled(id))?;
                 tx.commit()?;
@@ -994,6 +1060,36 @@ impl JobStore {
         }
     }
 
+    /// Ends a job whose files are unreadable ([`JobError::Unreadable`]) and that nobody works on
+    /// (paused, or its owner gone), as lost with `JOB_STATE_UNREADABLE`, so that the identical
+    /// invocation can start a new job (which resumes from the invocation's checkpoint when that
+    /// is intact). Returns false, changing nothing, when a live process still runs it (it
+    /// rewrites its progress soon) or it ended meanwhile.
+    pub fn end_unreadable(
+        &self,
+        conn: &Connection,
+        instance: &str,
+        id: &JobId,
+    ) -> Result<bool, JobError> {
+        let tx = immediate(conn)?;
+        let row =
+            Self::read_row(&tx, instance, id)?.ok_or_else(|| JobError::NotFound(id.to_string()))?;
+        let worked_on = row.status == JobStatus::Running && row.owner.is_some_and(|o| o.is_alive());
+        if worked_on {
+            return Ok(false);
+        }
+        let outcome = JobOutcome::failed(
+            JobStatus::Lost,
+            EXIT_GENERAL_ERROR,
+            JOB_STATE_UNREADABLE,
+            format!("job {id} was ended: its state files were unreadable"),
+            None,
+        );
+        let won = self.end_in(&tx, instance, id, &outcome)?;
+        tx.commit()?;
+        Ok(won)
+    }
+
     /// Whether a cancel is pending for this job (the owner polls this at safe points).
     pub fn cancel_requested(&self, conn: &Connection, id: &JobId) -> Result<bool, JobError> {
         let flag: Option<i64> = conn
@@ -1004,6 +1100,30 @@ impl JobStore {
             )
             .optional()?;
         Ok(flag.is_some_and(|f| f != 0))
+    }
+
+    /// Whether job `id` (of any instance of this state directory) still holds its work: it
+    /// runs with a live owner, or waits paused within its lifetime for its continuation. A job
+    /// that ended, or one this store does not know (another state directory's), holds nothing.
+    pub fn holds_work(&self, conn: &Connection, id: &str) -> Result<bool, JobError> {
+        let row: Option<(String, Option<i64>, Option<i64>, i64)> = conn
+            .query_row(
+                "SELECT status, owner_pid, owner_start_time, deadline_at_ms FROM reftool_jobs
+                 WHERE job_id = ?1",
+                params![id],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+            )
+            .optional()?;
+        let Some((status, pid, start, deadline)) = row else { return Ok(false) };
+        Ok(match JobStatus::parse(&status) {
+            Some(JobStatus::Running) => match (pid, start) {
+                (Some(pid), Some(start)) => u32::try_from(pid)
+                    .is_ok_and(|pid| ProcessIdentity { pid, start_time: to_u64(start) }.is_alive()),
+                _ => false,
+            },
+            Some(JobStatus::Paused) => now_ms() < to_u64(deadline),
+            _ => false,
+        })
     }
 
     /// Whether a job ended cancelled (a checkpoint it wrote is then void).
@@ -1059,6 +1179,21 @@ impl JobStore {
         }
         Ok(removed)
     }
+}
+
+/// Reads the file `name` of job `id`'s directory `dir`: `None` when absent, and a file that does
+/// not parse is [`JobError::Unreadable`], naming it (other I/O errors are the disk's).
+fn read_job_file<T: serde::de::DeserializeOwned>(
+    id: &JobId,
+    dir: &Path,
+    name: &str,
+) -> Result<Option<T>, JobError> {
+    read_json(&dir.join(name)).map_err(|e| match e.kind() {
+        io::ErrorKind::InvalidData => {
+            JobError::Unreadable { id: id.clone(), path: dir.join(name), reason: e.to_string() }
+        }
+        _ => JobError::Io(e),
+    })
 }
 
 fn is_session_leader(pid: u32) -> bool {

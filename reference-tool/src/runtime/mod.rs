@@ -21,9 +21,11 @@
 //! | [`context`] | [`context::JobContext`]: what a command's work gets (progress, safe points, stops) |
 //! | [`progress`] | throttled, monotonic progress; `progress.json`; a bar on a terminal |
 //! | [`checkpoint`] | file checkpoints, and checkpoints inside a writer's own SQLite transaction |
+//! | [`target`] | a writer's claim on its target: one writer at a time, checkpoints that name the target's state |
 //! | [`stop`] | stop requests (budget, SIGTERM, cancel, lifetime), honoured at safe points |
 //! | [`incomplete`] | `data` and `error.message` of the INCOMPLETE response |
 //! | [`fsutil`], [`warning`] | atomic writes, clock; envelope-shaped warnings |
+//! | [`sha256`] | SHA-256 whose running state a checkpoint can hold |
 //! | [`parts`] | what a tool chooses: job naming, the progress sink, the worker launcher |
 //!
 //! # State on disk
@@ -120,8 +122,10 @@ pub mod parts;
 pub mod process;
 pub mod progress;
 pub mod quote;
+pub mod sha256;
 pub mod spool;
 pub mod stop;
+pub mod target;
 pub mod wake;
 pub mod warning;
 pub mod worker;

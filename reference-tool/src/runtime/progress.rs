@@ -1,8 +1,9 @@
 //! Progress reporting (REQ-C-034): `progress(done, total?, unit?)`.
 //!
 //! A [`ProgressReporter`] keeps the latest values and persists them to the job's
-//! `progress.json` ([`ProgressFile`], written atomically, without fsync: it is rewritten
-//! often and worthless after a power loss), throttled to at most one write per
+//! `progress.json` ([`ProgressFile`], written atomically and fsynced: a rename whose data
+//! was not on disk can leave an empty file after a crash of the machine, and a job whose
+//! progress cannot be read has an unknown state), throttled to at most one write per
 //! [`WRITE_INTERVAL`] while the count grows, plus a final write in [`ProgressReporter::flush`].
 //! A handler may therefore report on every chunk. Writes do not wake `job wait`: a waiter
 //! re-reads the file at its deadline.
@@ -106,8 +107,8 @@ impl std::fmt::Debug for dyn ProgressSink {
     }
 }
 
-/// reftool's sink: `<job dir>/progress.json`, written atomically, without fsync (it is
-/// rewritten often and worthless after a power loss).
+/// reftool's sink: `<job dir>/progress.json`, written atomically and durably (at most one
+/// write per [`WRITE_INTERVAL`], so the fsync costs little).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ProgressJson;
 
@@ -119,7 +120,7 @@ impl ProgressSink for ProgressJson {
         file: &ProgressFile,
     ) -> std::io::Result<()> {
         let bytes = serde_json::to_vec(file).map_err(std::io::Error::other)?;
-        write_atomic_with(&job_dir.join(PROGRESS_FILE), &bytes, Durability::Volatile)
+        write_atomic_with(&job_dir.join(PROGRESS_FILE), &bytes, Durability::Durable)
     }
 }
 

@@ -18,6 +18,10 @@
 //!
 //! The doorbell is installed before the first look at the job, so an end that happens between
 //! the look and the sleep is never missed.
+//!
+//! A waiter with a deadline never waits for the state database past it (plus
+//! [`SETTLE_GRACE`]): while another process keeps the database locked, it reads the job as last
+//! written instead of settling it, and answers on time.
 
 use std::io;
 use std::path::Path;
@@ -32,6 +36,43 @@ use super::jobs::{JobError, JobStatus, JobStore, JobView};
 
 /// How often a waiter re-checks that the job's owner is alive.
 pub const LIVENESS_INTERVAL: Duration = Duration::from_millis(150);
+/// How long past its deadline a waiter may still wait for the state database, to settle the
+/// job's last state before it answers.
+pub const SETTLE_GRACE: Duration = Duration::from_millis(50);
+
+/// Bounds the state database's waits by the waiter's `deadline` (plus [`SETTLE_GRACE`]): a
+/// database another process keeps locked holds a waiter up to its deadline, never its whole
+/// busy timeout. Without a deadline the connection's own busy timeout applies.
+fn bound_waits(conn: &Connection, deadline: Option<Instant>) {
+    if let Some(deadline) = deadline {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let _ = conn.busy_timeout(left.max(SETTLE_GRACE));
+    }
+}
+
+/// The job as it stands at the waiter's deadline: settled, or when the state database stays
+/// locked past [`SETTLE_GRACE`], as last written (a plain read never waits on a writer).
+fn at_deadline(
+    store: &JobStore,
+    conn: &Connection,
+    instance: &str,
+    id: &JobId,
+    deadline: Option<Instant>,
+) -> Result<JobView, JobError> {
+    bound_waits(conn, deadline);
+    match store.get(conn, instance, id) {
+        Err(JobError::Db(e)) if is_busy(&e) => store.peek(conn, instance, id),
+        other => other,
+    }
+}
+
+/// Whether a state database error is a lock held too long.
+fn is_busy(error: &rusqlite::Error) -> bool {
+    matches!(
+        error.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
+}
 
 /// A waiter's registration on one job directory: the job's end or pause wakes it.
 #[derive(Debug)]
@@ -100,6 +141,7 @@ fn wait_with_liveness(
 ) -> Result<WaitOutcome, JobError> {
     // The row decides whether the job exists in this instance before anything is created in
     // its directory; an ended job needs no doorbell.
+    bound_waits(conn, deadline);
     let first = store.peek(conn, instance, id)?;
     let watcher = match first.outcome {
         Some(_) => None,
@@ -107,7 +149,10 @@ fn wait_with_liveness(
         // never the answer: the waiter then naps and relies on its liveness checks.
         None => Some(JobWatcher::new(&first.dir).ok()),
     };
-    let mut view = store.get(conn, instance, id)?;
+    let mut view = match store.get(conn, instance, id) {
+        Err(JobError::Db(e)) if is_busy(&e) => store.peek(conn, instance, id)?,
+        other => other?,
+    };
     let mut last_settle = Instant::now();
     loop {
         if view.outcome.is_some() {
@@ -118,13 +163,13 @@ fn wait_with_liveness(
         }
         let Some(bell) = &watcher else {
             // Only reachable if an outcome file vanished: settle like a liveness check.
-            return Ok(WaitOutcome::Pending(store.get(conn, instance, id)?));
+            return Ok(WaitOutcome::Pending(at_deadline(store, conn, instance, id, deadline)?));
         };
         let now = Instant::now();
         let remaining = deadline.map(|d| d.saturating_duration_since(now));
         if remaining == Some(Duration::ZERO) || interrupt.load(Ordering::SeqCst) {
             // Fresh progress: progress writes do not ring, so read it now.
-            return Ok(WaitOutcome::Pending(store.get(conn, instance, id)?));
+            return Ok(WaitOutcome::Pending(at_deadline(store, conn, instance, id, deadline)?));
         }
         let until_settle = liveness.saturating_sub(last_settle.elapsed());
         let nap = remaining.map_or(until_settle, |r| r.min(until_settle));
@@ -138,7 +183,12 @@ fn wait_with_liveness(
             continue;
         }
         if last_settle.elapsed() >= liveness {
-            view = store.get(conn, instance, id)?;
+            bound_waits(conn, deadline);
+            view = match store.get(conn, instance, id) {
+                // Locked by someone else: settle at the next check, or at the deadline.
+                Err(JobError::Db(e)) if is_busy(&e) => store.peek(conn, instance, id)?,
+                other => other?,
+            };
             last_settle = Instant::now();
         }
     }

@@ -14,7 +14,9 @@
 //! above 2), opens the state DB, and calls [`worker_main`], which registers the process as the job's owner, starts a watchdog
 //! thread (idle timeout and lifetime: it settles the job through the store, which ends a
 //! silent worker as `STALLED` and kills it), runs the command's work through the closure the
-//! framework gives, and writes the outcome atomically, which wakes every waiter.
+//! framework gives, and writes the outcome atomically, which wakes every waiter. A state
+//! database that another process keeps locked is waited out ([`patiently`], up to the job's
+//! lifetime), never a reason to die: a dead worker's job is lost.
 
 use std::ffi::{OsStr, OsString};
 use std::fs::{File, OpenOptions};
@@ -35,7 +37,7 @@ use super::jobs::{
     JobStatus, JobStore, LOG_FILE, LOG_TAIL_BYTES, STDIN_FILE, TIMEOUT,
 };
 use super::process::ProcessIdentity;
-use super::stop::StopReason;
+use super::stop::{StopControl, StopReason};
 
 /// The hidden first argument that makes the binary a worker.
 pub const WORKER_ARG: &str = "__worker";
@@ -194,10 +196,12 @@ where
         return Err(WorkerError::NotAJob(job_dir.to_owned()));
     }
     let (instance, id) = (record.instance.clone(), record.job_id.clone());
-    store.set_owner(conn, &instance, &id, ProcessIdentity::current()?)?;
+    let deadline = StopControl::instant_from_epoch_ms(record.deadline_at_ms);
+    let me = ProcessIdentity::current()?;
+    patiently(deadline, || store.set_owner(conn, &instance, &id, me))?;
     start_watchdog(store.clone(), conn.path().map(PathBuf::from), instance.clone(), id.clone());
 
-    let view = store.peek(conn, &instance, &id)?;
+    let view = patiently(deadline, || store.peek(conn, &instance, &id))?;
     let stop = JobContext::standard_stop(store, conn, &view, terminate, None);
     let mut ctx = JobContext::new(store, view, stop);
     let end = work(&mut ctx);
@@ -222,10 +226,32 @@ where
             Some(tail(&job_dir.join(LOG_FILE), LOG_TAIL_BYTES)),
         ),
     };
-    store.finish(conn, &instance, &id, &outcome)?;
+    // The work is done: its outcome must be recorded, however long another process keeps the
+    // state database locked (up to the job's lifetime).
+    patiently(deadline, || store.finish(conn, &instance, &id, &outcome))?;
     // Whoever wrote the outcome first decides the exit code.
-    let view = store.peek(conn, &instance, &id)?;
+    let view = patiently(deadline, || store.peek(conn, &instance, &id))?;
     Ok(view.outcome.map_or(outcome.exit_code, |o| o.exit_code))
+}
+
+/// How long a worker waits before it tries a locked state database again.
+pub const BUSY_RETRY_PAUSE: Duration = Duration::from_millis(200);
+
+/// Runs `op` until it is not refused by a locked state database, or `deadline` (the job's
+/// lifetime) passes: a worker waits for the state database rather than die, which would lose
+/// its job (JOB_LOST) with its work done or under way.
+pub fn patiently<T>(
+    deadline: std::time::Instant,
+    mut op: impl FnMut() -> Result<T, JobError>,
+) -> Result<T, JobError> {
+    loop {
+        match op() {
+            Err(e) if e.is_busy() && std::time::Instant::now() < deadline => {
+                std::thread::sleep(BUSY_RETRY_PAUSE);
+            }
+            other => return other,
+        }
+    }
 }
 
 /// A thread that settles this worker's own job now and then: a silent worker is ended as
@@ -239,6 +265,8 @@ fn start_watchdog(store: JobStore, db: Option<PathBuf>, instance: String, id: su
             std::thread::sleep(WATCHDOG_INTERVAL);
             match store.get(&conn, &instance, &id) {
                 Ok(view) if view.status == JobStatus::Running => {}
+                // Locked by another process: look again at the next round.
+                Err(e) if e.is_busy() => {}
                 // The outcome is on disk; the work itself is stuck, so leave without it.
                 Ok(view) if matches!(view.status, JobStatus::Stalled | JobStatus::TimedOut) => {
                     std::process::exit(i32::from(EXIT_TIMEOUT))

@@ -233,3 +233,112 @@ fn a_state_directory_of_another_user_is_refused_directly_or_through_a_symlink() 
     assert_eq!(run.exit, 0, "{}", run.stdout);
     assert!(own.join("state.db").is_file());
 }
+
+/// The directory of job `id` under the sandbox's state.
+fn job_dir_of(sandbox: &Sandbox, id: &str) -> PathBuf {
+    std::fs::read_dir(sandbox.state_dir().join("jobs"))
+        .unwrap()
+        .flatten()
+        .map(|instance| instance.path().join(id))
+        .find(|dir| dir.is_dir())
+        .unwrap_or_else(|| panic!("no directory for {id}"))
+}
+
+fn digest_sandbox() -> (Sandbox, String) {
+    use sha2::Digest;
+    let sandbox = Sandbox::new();
+    let text: String = (1..=330_000u32).map(|n| format!("{n}\n")).collect();
+    std::fs::write(sandbox.path().join("big.txt"), &text).unwrap();
+    let truth = sha2::Sha256::digest(text.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+    (sandbox, truth)
+}
+
+/// An empty `progress.json` (what a crash can leave of an unsynced write) wedged the job:
+/// continue, `--budget 0` and `job cancel` all answered INTERNAL_ERROR without naming the
+/// file. Now a look at the job names the file, and the identical invocation replaces the job,
+/// says so, resumes from the checkpoint and ends with the true digest.
+#[test]
+fn an_empty_progress_file_is_named_and_the_identical_invocation_gets_past_it() {
+    let (sandbox, truth) = digest_sandbox();
+    let first = paced(&sandbox, &["digest", "big.txt", "--budget", "400ms"], &[]);
+    assert_incomplete(&first, "paused");
+    let id = first.json["data"]["job_id"].as_str().unwrap().to_owned();
+    let saved = first.json["data"]["progress"]["done"].as_u64().unwrap();
+    let progress = job_dir_of(&sandbox, &id).join("progress.json");
+    std::fs::write(&progress, "").unwrap();
+
+    let status = sandbox.run(&["job", "status", &id]);
+    assert_eq!((status.exit, status.code()), (1, "JOB_STATE_UNREADABLE"), "{}", status.stdout);
+    status.envelope();
+    assert!(status.json["error"]["context"]["file"].as_str().unwrap().ends_with("progress.json"));
+    assert!(status.json["error"]["suggestion"].as_str().unwrap().contains("job cancel"));
+
+    let again = paced(&sandbox, &["digest", "big.txt", "--budget", "400ms"], &[]);
+    assert_incomplete(&again, "paused");
+    let warning = &again.json["warnings"][0];
+    assert_eq!(warning["code"], "JOB_STATE_UNREADABLE", "{}", again.stdout);
+    assert!(warning["message"].as_str().unwrap().contains("progress.json"));
+    assert_ne!(again.json["data"]["job_id"], id.as_str(), "a new job replaced it");
+    let done = again.json["data"]["progress"]["done"].as_u64().unwrap();
+    assert!(done >= saved, "resumed from the checkpoint: {done} < {saved}");
+    let end = sandbox.run(&["digest", "big.txt", "--budget", "0"]);
+    assert_eq!(end.exit, 0, "{}", end.stdout);
+    assert_eq!(end.json["data"]["sha256"], truth.as_str());
+}
+
+/// `job cancel` gets past any unreadable file of a paused job (empty, torn, missing), and the
+/// identical invocation then starts over and ends with every row once.
+#[test]
+fn job_cancel_gets_past_unreadable_job_files() {
+    let sandbox = Sandbox::new();
+    sandbox.csv("rows.csv", ROWS);
+    for (i, (file, content)) in
+        [("progress.json", Some("")), ("job.json", Some("{\"job_id\": ")), ("job.json", None)]
+            .into_iter()
+            .enumerate()
+    {
+        let db = format!("rows{i}.db");
+        let args = ["import", "rows.csv", "--db", db.as_str(), "--budget", "300ms"];
+        let first = paced(&sandbox, &args, &[]);
+        assert_incomplete(&first, "paused");
+        let id = first.json["data"]["job_id"].as_str().unwrap().to_owned();
+        let path = job_dir_of(&sandbox, &id).join(file);
+        match content {
+            Some(text) => std::fs::write(&path, text).unwrap(),
+            None => std::fs::remove_file(&path).unwrap(),
+        }
+        let cancel = sandbox.run(&["job", "cancel", &id]);
+        assert_eq!(cancel.exit, 0, "{file} {content:?}: {}", cancel.stdout);
+        assert_eq!(cancel.json["data"]["state"], "cancelled");
+        let again = sandbox.run(&["import", "rows.csv", "--db", db.as_str(), "--budget", "0"]);
+        assert_eq!(again.exit, 0, "{}", again.stdout);
+        assert_eq!(again.json["data"]["rows"], ROWS);
+        let (count, distinct): (i64, i64) = rusqlite::Connection::open(sandbox.path().join(&db))
+            .unwrap()
+            .query_row("SELECT count(*), count(DISTINCT _line) FROM rows", [], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .unwrap();
+        assert_eq!((count, distinct), (ROWS as i64, ROWS as i64), "{file} {content:?}");
+    }
+}
+
+/// A checkpoint file that does not parse is discarded with a CHECKPOINT_DISCARDED warning
+/// naming it, and the work starts over to the true result.
+#[test]
+fn an_unreadable_checkpoint_is_discarded_with_a_warning_naming_it() {
+    let (sandbox, truth) = digest_sandbox();
+    let first = paced(&sandbox, &["digest", "big.txt", "--budget", "300ms"], &[]);
+    assert_incomplete(&first, "paused");
+    let checkpoints = sandbox.state_dir().join("checkpoints");
+    let instance = std::fs::read_dir(&checkpoints).unwrap().flatten().next().unwrap().path();
+    let file = std::fs::read_dir(instance).unwrap().flatten().next().unwrap().path();
+    std::fs::write(&file, "{\"fingerprint\": 3").unwrap();
+    let end = sandbox.run(&["digest", "big.txt", "--budget", "0"]);
+    assert_eq!(end.exit, 0, "{}", end.stdout);
+    assert_eq!(end.json["data"]["sha256"], truth.as_str());
+    let warning = &end.json["warnings"][0];
+    assert_eq!(warning["code"], "CHECKPOINT_DISCARDED", "{}", end.stdout);
+    let name = file.file_name().unwrap().to_str().unwrap();
+    assert!(warning["message"].as_str().unwrap().contains(name), "{}", end.stdout);
+}

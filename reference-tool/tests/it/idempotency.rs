@@ -69,3 +69,87 @@ fn a_failed_call_is_not_recorded() {
     assert_eq!(run.exit, 0);
     assert_eq!(run.json["data"]["effect"], "updated");
 }
+
+/// Rows of `rows` in the database `path` (None when it has no such table or no file).
+fn rows_in(path: &std::path::Path) -> Option<i64> {
+    if !path.exists() {
+        return None;
+    }
+    rusqlite::Connection::open(path)
+        .unwrap()
+        .query_row("SELECT count(*) FROM rows", [], |r| r.get(0))
+        .ok()
+}
+
+/// The first use of a key reserves it (REQ-C-007): while the call that used it waits paused,
+/// a call with other arguments and the same key is refused, and the paused call's own
+/// continuation goes on to its end; after it the key still belongs to it.
+#[test]
+fn a_key_in_use_by_a_paused_import_refuses_other_arguments_and_its_continuation_ends() {
+    use crate::budget::{assert_incomplete, continue_loop, paced};
+    let sandbox = Sandbox::new();
+    sandbox.csv("a.csv", 2500);
+    sandbox.csv("b.csv", 300);
+    let first = paced(
+        &sandbox,
+        &["import", "a.csv", "--db", "x.db", "--budget", "300ms", "--idempotency-key", "K"],
+        &[],
+    );
+    assert_incomplete(&first, "paused");
+
+    let other = sandbox.run(&["import", "b.csv", "--db", "y.db", "--idempotency-key", "K"]);
+    assert_eq!((other.exit, other.code()), (6, "IDEMPOTENCY_KEY_REUSED"), "{}", other.stdout);
+    other.envelope();
+    assert_eq!(other.json["error"]["context"]["in_progress"], true, "{}", other.stdout);
+    assert_eq!(rows_in(&sandbox.path().join("y.db")), None, "the refused call wrote nothing");
+
+    let runs = continue_loop(&sandbox, &first, &[]);
+    let last = runs.last().unwrap();
+    assert_eq!(last.exit, 0, "the first call's continuation keeps working: {}", last.stdout);
+    assert_eq!(last.json["data"]["rows"], 2500);
+    assert_eq!(rows_in(&sandbox.path().join("x.db")), Some(2500));
+
+    let after = sandbox.run(&["import", "b.csv", "--db", "y.db", "--idempotency-key", "K"]);
+    assert_eq!((after.exit, after.code()), (6, "IDEMPOTENCY_KEY_REUSED"), "{}", after.stdout);
+    assert_eq!(after.json["error"]["context"]["in_progress"], false, "{}", after.stdout);
+    let repeat = sandbox.run(&["import", "a.csv", "--db", "x.db", "--idempotency-key", "K"]);
+    assert_eq!(repeat.exit, 0, "{}", repeat.stdout);
+    assert_eq!(repeat.json["data"]["effect"], "noop");
+}
+
+/// Eight imports with one key and eight different databases, started at once: exactly one
+/// does the work; the seven others are refused with nothing written, and none crashes.
+#[test]
+fn eight_imports_racing_with_one_key_run_once() {
+    let sandbox = Sandbox::new();
+    sandbox.csv("a.csv", 300);
+    let runs = race_with_one_key(&sandbox, "K");
+    let ran: Vec<usize> = (0..8).filter(|i| runs[*i].exit == 0).collect();
+    assert_eq!(ran.len(), 1, "exactly one call ran: {:?}", exits(&runs));
+    for (i, run) in runs.iter().enumerate() {
+        run.envelope();
+        if i != ran[0] {
+            assert_eq!((run.exit, run.code()), (6, "IDEMPOTENCY_KEY_REUSED"), "{}", run.stdout);
+            assert_eq!(rows_in(&sandbox.path().join(format!("y{i}.db"))), None);
+        }
+    }
+}
+
+/// Eight `import a.csv --db y<i>.db --idempotency-key <key>` started together; their answers.
+pub fn race_with_one_key(sandbox: &Sandbox, key: &str) -> Vec<crate::support::Run> {
+    let children: Vec<_> = (0..8)
+        .map(|i| {
+            let db = format!("y{i}.db");
+            sandbox
+                .command(&["import", "a.csv", "--db", &db, "--idempotency-key", key])
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    children.into_iter().map(|c| sandbox.finish(c.wait_with_output().unwrap())).collect()
+}
+
+/// The exits of `runs`, for messages.
+pub fn exits(runs: &[crate::support::Run]) -> Vec<(i32, String)> {
+    runs.iter().map(|r| (r.exit, r.code().to_owned())).collect()
+}

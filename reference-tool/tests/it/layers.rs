@@ -19,6 +19,7 @@ const LAYERS: &[&str] = &[
     "duration",
     // the interruption runtime
     "runtime::fsutil",
+    "runtime::sha256",
     "runtime::warning",
     "runtime::ids",
     "runtime::process",
@@ -29,6 +30,7 @@ const LAYERS: &[&str] = &[
     "runtime::identity",
     "runtime::progress",
     "runtime::checkpoint",
+    "runtime::target",
     "runtime::jobs",
     "runtime::wake",
     "runtime::context",

@@ -9,6 +9,8 @@ mod support;
 
 mod args;
 mod budget;
+mod busy_state;
+mod deploy;
 mod drop_table;
 mod envelopes;
 mod files;
@@ -29,3 +31,4 @@ mod repeats;
 mod signals;
 mod state;
 mod stdin_spool;
+mod writers;

@@ -142,6 +142,35 @@ impl Answering<'_> {
         Response::failure(answer)
     }
 
+    /// The answer of a call cancelled by `signal` (SIGINT, SIGHUP) while its job is unfinished:
+    /// the cancellation envelope (REQ-F-069), whose `data` says where the job stands, as an
+    /// INCOMPLETE answer would (`partial: true` beside it). Nothing of the work is lost: a
+    /// paused job (stopped at its checkpoint) continues with `continue_command`, a running one
+    /// goes on in the background; `cancel_command` ends either. A job that ended meanwhile
+    /// answers its end.
+    pub(super) fn cancelled(&self, view: &JobView, signal: i32) -> Response {
+        let state = match (&view.outcome, view.status) {
+            (None, JobStatus::Running) => IncompleteState::Running,
+            (None, JobStatus::Paused) => IncompleteState::Paused,
+            _ => return self.answer(view),
+        };
+        let what = match state {
+            IncompleteState::Paused => {
+                "the work stopped at its checkpoint and is saved: data.continue_command goes on, \
+                 data.cancel_command discards it"
+            }
+            IncompleteState::Running => {
+                "this call stopped waiting; the job goes on in the background: \
+                 data.continue_command waits for it, data.cancel_command stops it"
+            }
+        };
+        let mut data = self.incomplete(view, state).data.unwrap_or(Value::Null);
+        if let Some(map) = data.as_object_mut() {
+            map.insert("partial".into(), json!(true));
+        }
+        Response::failure(Failure::cancelled_by(signal, what).with_data(data))
+    }
+
     fn incomplete(&self, view: &JobView, state: IncompleteState) -> Failure {
         let record = &view.record;
         let spec = self.host.registry.get(&record.command_path);
@@ -196,6 +225,9 @@ pub(super) fn wait_and_answer(
             WaitOutcome::Ended(view) | WaitOutcome::Pending(view) => view,
         }
     };
+    if let Some(signal) = answering.host.cancelled_by() {
+        return Ok(answering.cancelled(&view, signal));
+    }
     if sigterm.load(std::sync::atomic::Ordering::SeqCst) {
         // Handed off on SIGTERM, not at the budget: the message must not claim otherwise.
         let handed_off =

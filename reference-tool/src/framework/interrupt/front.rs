@@ -27,8 +27,9 @@ use super::sweep::sweep_stale_checkpoint_temps;
 use crate::framework::context::{Args, Invocation};
 use crate::framework::envelope::Response;
 use crate::framework::exit::Exit;
-use crate::framework::failure::{Failure, Phase};
-use crate::framework::registry::CommandSpec;
+use crate::framework::failure::{Failure, Phase, Warning};
+use crate::framework::registry::{CommandSpec, Interruption};
+use crate::framework::state::{StateConfig, StateDb};
 use crate::runtime::checkpoint::SavedCheckpoint;
 use crate::runtime::fsutil::read_json;
 use crate::runtime::identity::{InvocationIdentity, normalize_args};
@@ -76,13 +77,68 @@ pub(super) fn front(
         tool: tool_prefix(&invocation, &instance),
         budget_ms: budget.and_then(|b| b.meta_budget_ms),
     };
-    let claim =
-        wake::claim(&jobs.store.clone(), jobs.conn(), new, budget_deadline).map_err(job_failure)?;
+    let store = jobs.store.clone();
+    let mut replaced = None;
+    let claim = match wake::claim(&store, jobs.conn(), new.clone(), budget_deadline) {
+        // The active job's files are unreadable: it is ended, and a new job replaces it.
+        Err(JobError::Unreadable { id, path, reason }) => {
+            if !store.end_unreadable(jobs.conn(), &instance, &id).map_err(job_failure)? {
+                if let Some(spool) = &new.stdin_spool {
+                    let _ = std::fs::remove_file(spool);
+                }
+                return Err(job_failure(JobError::Unreadable { id, path, reason }));
+            }
+            replaced = Some(Warning {
+                code: jobs::JOB_STATE_UNREADABLE.to_owned(),
+                message: format!(
+                    "job {id} was ended, its state file {} being unreadable ({reason}); this \
+                     call's job replaces it and continues from the last checkpoint, if any",
+                    path.display()
+                ),
+            });
+            wake::claim(&store, jobs.conn(), new, budget_deadline)
+        }
+        claimed => claimed,
+    }
+    .map_err(job_failure)?;
+    let mut response = answer_claim(
+        host,
+        spec,
+        claim,
+        Claimed { args, invocation, state, budget_deadline, idempotency, interruption },
+        &mut jobs,
+        &answering,
+    )?;
+    response.warnings.extend(replaced);
+    Ok(response)
+}
+
+/// What a claim is answered with, beside the claim itself.
+struct Claimed {
+    args: Args,
+    invocation: Invocation,
+    state: StateConfig,
+    budget_deadline: Option<std::time::Instant>,
+    idempotency: Option<StateDb>,
+    interruption: Interruption,
+}
+
+/// The answer of a claimed job: attached, ended, handed to a worker, or run here.
+fn answer_claim(
+    host: &Host<'_>,
+    spec: &CommandSpec,
+    claim: Claim,
+    claimed: Claimed,
+    jobs: &mut Jobs,
+    answering: &Answering<'_>,
+) -> Result<Response, Failure> {
+    let Claimed { args, invocation, state, budget_deadline, idempotency, interruption } = claimed;
+    let instance = state.instance.clone();
     let view = match claim {
         Claim::Attached(view) => {
             return wait_and_answer(
-                &mut jobs,
-                &answering,
+                jobs,
+                answering,
                 &view.record.instance,
                 &view.record.job_id,
                 budget_deadline,
@@ -102,15 +158,15 @@ pub(super) fn front(
         if interruption.resume {
             seed_progress(spec, &args, &jobs.store, &view);
         }
-        let id = hand_off(host, &mut jobs, &instance, &view)?;
-        return wait_and_answer(&mut jobs, &answering, &instance, &id, budget_deadline);
+        let id = hand_off(host, jobs, &instance, &view)?;
+        return wait_and_answer(jobs, answering, &instance, &id, budget_deadline);
     }
     run_inline(
         host,
         spec,
         InlineRun { args, invocation, state, budget_deadline, idempotency },
-        &mut jobs,
-        &answering,
+        jobs,
+        answering,
         view,
     )
 }
@@ -136,7 +192,12 @@ fn spool_stdin(
         interrupt: Some(&sigterm),
     };
     let spooled = jobs.store.spool_stdin(instance, &mut std::io::stdin().lock(), limits);
-    spooled.map_err(|e| spool_failure(e, deadlines, budget_ms))
+    spooled.map_err(|e| match (e, host.cancelled_by()) {
+        (SpoolError::Interrupted { .. }, Some(signal)) => {
+            Failure::cancelled_by(signal, "nothing was started")
+        }
+        (e, _) => spool_failure(e, deadlines, budget_ms),
+    })
 }
 
 /// The answer when stdin could not be spooled. Nothing was started and no spool is left; the

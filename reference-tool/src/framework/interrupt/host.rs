@@ -2,7 +2,7 @@
 //! call, a [`Call`].
 
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use crate::framework::budget::CallBudget;
 use crate::framework::context::{Args, Invocation};
@@ -22,10 +22,22 @@ pub(crate) struct Host<'a> {
     pub(crate) about: &'a str,
     /// The state database's migrations.
     pub(crate) migrations: &'a [Migration],
-    /// The flag SIGTERM raises: a front process waiting on a job hands off at once.
+    /// The flag SIGTERM raises: a front process waiting on a job hands off at once. SIGINT
+    /// and SIGHUP raise it too, so the work stops at its next safe point as on SIGTERM.
     pub(crate) sigterm: &'a Arc<AtomicBool>,
+    /// The signal that cancelled the call (SIGINT or SIGHUP), 0 while none came: the call
+    /// then answers the cancellation envelope (REQ-F-069) instead of INCOMPLETE.
+    pub(crate) cancel_signal: &'a Arc<AtomicUsize>,
     /// The runtime's parts: job naming, the progress sink, the worker launcher.
     pub(crate) parts: &'a Parts,
+}
+
+impl Host<'_> {
+    /// The signal that cancelled the call, if one came.
+    pub(crate) fn cancelled_by(&self) -> Option<i32> {
+        let signal = self.cancel_signal.load(Ordering::SeqCst);
+        (signal != 0).then(|| i32::try_from(signal).unwrap_or(libc::SIGINT))
+    }
 }
 
 /// What dispatch hands over after validation and the idempotency check.

@@ -1,9 +1,10 @@
 //! A resume-only command (`interruption: {detach: false, resume: true}`): the work runs in
 //! the front process, stopping at its next checkpoint once the budget is spent or on
-//! SIGTERM. The job is then paused (INCOMPLETE `paused`, the original invocation as
-//! `continue_command`, plus `--idempotency-key <effective key>` for a writer) or, when a
-//! cancel or its lifetime came first, ended; work that finishes answers its final response
-//! and records it as the job's outcome.
+//! SIGTERM, SIGINT or SIGHUP. The job is then paused (INCOMPLETE `paused`, the original
+//! invocation as `continue_command`, plus `--idempotency-key <effective key>` for a writer;
+//! after SIGINT or SIGHUP the call answers the cancellation envelope instead, 130 or 129,
+//! REQ-F-069, with the same `data`) or, when a cancel or its lifetime came first, ended; work
+//! that finishes answers its final response and records it as the job's outcome.
 
 use std::panic::AssertUnwindSafe;
 use std::time::Instant;
@@ -48,7 +49,8 @@ pub(super) fn run_inline(
     let key = invocation.idempotency_key.clone();
     let digest = args_digest(&spec.path, &args);
     let store = jobs.store.clone();
-    let conn = jobs.conn();
+    jobs.rearm();
+    let conn = jobs.held();
     let sigterm = std::sync::Arc::clone(host.sigterm);
     let stop = JobContext::standard_stop(&store, conn, &view, Some(sigterm), budget_deadline);
     let mut job = JobContext::new(&store, view, stop);
@@ -58,6 +60,8 @@ pub(super) fn run_inline(
         .unwrap_or_else(|_| Err(Failure::internal("internal error: the command panicked")));
     let _ = job.flush_progress();
     drop(job);
+    // Where the work stands is recorded late in the call: its waits end with the budget.
+    jobs.rearm();
     match result {
         Err(failure) if failure.job_stop.is_some() => {
             let reason = failure.job_stop.unwrap_or(StopReason::Budget);
@@ -88,7 +92,12 @@ pub(super) fn run_inline(
                 }
             }
             let view = store.get(conn, &instance, &id).map_err(job_failure)?;
-            let mut response = if reason == StopReason::Terminated {
+            let cancelled =
+                answering.host.cancelled_by().filter(|_| reason == StopReason::Terminated);
+            let mut response = if let Some(signal) = cancelled {
+                // SIGINT or SIGHUP: the cancellation envelope, the job paused as on SIGTERM.
+                answering.cancelled(&view, signal)
+            } else if reason == StopReason::Terminated {
                 // Paused on SIGTERM, not at the budget: the message must not claim otherwise.
                 let paused = Answering {
                     host: answering.host,

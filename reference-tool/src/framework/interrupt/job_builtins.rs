@@ -59,13 +59,21 @@ pub(super) fn job_wait(host: &Host<'_>, call: &Call<'_>) -> Result<Response, Fai
     wait_and_answer(&mut jobs, &answering, &call.state.instance, &id, deadline)
 }
 
-/// `job status ID`: the job as it stands, never waiting.
+/// `job status ID`: the job as it stands, never waiting: not for the job, nor for a state
+/// database that another process keeps locked (the job is then read as last written, without
+/// settling it).
 pub(super) fn job_status(host: &Host<'_>, call: &Call<'_>) -> Result<Response, Failure> {
     let id = job_id_arg(&call.args)?;
-    let mut jobs = Jobs::open(host, &call.state)?;
+    let mut state = call.state.clone();
+    state.deadline = Some(Instant::now());
+    let mut jobs = Jobs::open(host, &state)?;
     let store = jobs.store.clone();
     sweep_ended(&store, jobs.conn());
-    let view = store.get(jobs.conn(), &call.state.instance, &id).map_err(job_failure)?;
+    let view = match store.get(jobs.conn(), &call.state.instance, &id) {
+        Err(e) if e.is_busy() => store.peek(jobs.conn(), &call.state.instance, &id),
+        other => other,
+    }
+    .map_err(job_failure)?;
     let answering = Answering {
         host,
         tool: tool_prefix(&call.invocation, &call.state.instance),

@@ -1,5 +1,6 @@
 //! The job store and state database of one call, and the store's errors as the answers the
-//! contract gives them (JOB_NOT_FOUND 5, JOB_ENDED 4, INVALID_JOB_ID 2, STATE_BUSY 3).
+//! contract gives them (JOB_NOT_FOUND 5, JOB_ENDED 4, INVALID_JOB_ID 2, STATE_BUSY 12,
+//! JOB_STATE_UNREADABLE 1 naming the file).
 
 use rusqlite::Connection;
 use serde_json::json;
@@ -8,7 +9,8 @@ use super::host::Host;
 use crate::framework::exit::Exit;
 use crate::framework::failure::Failure;
 use crate::framework::state::{StateConfig, StateDb};
-use crate::runtime::jobs::{JobError, JobStore};
+use crate::runtime::fsutil::is_out_of_descriptors;
+use crate::runtime::jobs::{self, JobError, JobStore};
 
 /// The job store and the state DB of one call.
 pub(super) struct Jobs {
@@ -23,8 +25,20 @@ impl Jobs {
         Ok(Jobs { store: host.parts.job_store(dir), db })
     }
 
+    /// The state database, its waits bounded from now on (see [`StateDb::conn`]).
     pub(super) fn conn(&mut self) -> &Connection {
         self.db.conn()
+    }
+
+    /// The state database as it is armed, for a borrow that lasts the whole work; call
+    /// [`Jobs::rearm`] before a write made late with it.
+    pub(super) fn held(&self) -> &Connection {
+        self.db.connection()
+    }
+
+    /// Bounds the next waits of the state database by the call's deadline as of now.
+    pub(super) fn rearm(&self) {
+        self.db.rearm();
     }
 }
 
@@ -62,12 +76,30 @@ pub(super) fn job_failure(error: JobError) -> Failure {
                 Failure::internal(format!("the job table failed: {e}"))
             }
         }
+        JobError::Unreadable { id, path, reason } => Failure::new(
+            Exit::GENERAL_ERROR,
+            jobs::JOB_STATE_UNREADABLE,
+            format!("job {id}'s state file {} is unreadable: {reason}", path.display()),
+        )
+        .retryable(false)
+        .context(json!({"job_id": id.as_str(), "file": path.display().to_string()}))
+        .suggestion(format!(
+            "end it with `job cancel {id}`, or run the identical invocation: it replaces the job \
+             and continues from the last checkpoint"
+        )),
+        JobError::Io(e) if is_out_of_descriptors(&e) => {
+            Failure::too_many_open_files("failed to use the job's files", e)
+        }
         other => Failure::internal(other.to_string()),
     }
 }
 
-/// An I/O error of the runtime as an internal error, saying what failed.
+/// An I/O error of the runtime as an internal error, saying what failed (the descriptor
+/// limit is told apart).
 pub(super) fn io_failure(what: &str, error: &std::io::Error) -> Failure {
+    if is_out_of_descriptors(error) {
+        return Failure::too_many_open_files(what, error);
+    }
     Failure::internal(format!("{what}: {error}"))
 }
 

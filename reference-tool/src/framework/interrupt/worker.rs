@@ -22,6 +22,7 @@ use crate::framework::stop::StopToken;
 use crate::runtime::context::JobContext;
 use crate::runtime::fsutil::read_json;
 use crate::runtime::jobs::{JOB_FILE, JobRecord};
+use crate::runtime::stop::StopControl;
 use crate::runtime::worker::{self, WorkEnd};
 
 /// `reftool __worker <job dir>`: runs a job's work and records its outcome; the exit status.
@@ -44,7 +45,17 @@ fn worker_inner(host: &Host<'_>, dir: &Path) -> Result<u8, String> {
         .map_err(|e| e.to_string())?
         .ok_or_else(|| format!("{} is not a job directory", dir.display()))?;
     let state = StateConfig::from_env(record.instance.clone()).map_err(|f| f.message)?;
-    let mut db = StateDb::open(&state, host.migrations).map_err(|e: StateError| e.to_string())?;
+    // A worker has no caller to answer on time: it waits out a locked state database (up to
+    // its job's lifetime) rather than die and lose the job.
+    let deadline = StopControl::instant_from_epoch_ms(record.deadline_at_ms);
+    let mut db = loop {
+        match StateDb::open(&state, host.migrations) {
+            Err(StateError::Busy { .. }) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(worker::BUSY_RETRY_PAUSE);
+            }
+            opened => break opened.map_err(|e| e.to_string())?,
+        }
+    };
     let store = host.parts.job_store(state.ensure_dir().map_err(|e| e.to_string())?);
     let sigterm = std::sync::Arc::clone(host.sigterm);
     {
