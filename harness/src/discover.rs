@@ -275,6 +275,7 @@ impl CommandInfo {
             Declaration::Interruption => self.interruptible(),
             Declaration::Detach => self.detach == Some(true),
             Declaration::DetachOnly => self.detach == Some(true) && self.resume != Some(true),
+            Declaration::DetachResume => self.detach == Some(true) && self.resume == Some(true),
             Declaration::ResumeReader => resume_only && !self.writes(),
             Declaration::ResumeWriter => resume_only && self.writes(),
             Declaration::Async => self.is_async,

@@ -43,6 +43,9 @@ pub enum Declaration {
     Detach,
     /// `interruption` with `detach: true, resume: false`.
     DetachOnly,
+    /// `interruption` with `detach: true, resume: true`: a detached job that also resumes
+    /// from its checkpoints (REQ-F-081's "with `resume: true` too").
+    DetachResume,
     /// `interruption` with `resume: true, detach: false`, on a command that does not write.
     ResumeReader,
     /// `interruption` with `resume: true, detach: false`, on a command that writes.
@@ -66,6 +69,7 @@ impl Declaration {
             Declaration::Interruption => "`interruption`",
             Declaration::Detach => "`interruption` with `detach: true`",
             Declaration::DetachOnly => "`interruption` with `detach: true, resume: false`",
+            Declaration::DetachResume => "`interruption` with `detach: true, resume: true`",
             Declaration::ResumeReader => {
                 "`interruption` with `resume: true, detach: false` on a read-only command"
             }
@@ -166,6 +170,12 @@ pub struct Scenario {
     /// theirs ([`Scenario::declarations`]).
     #[serde(default)]
     pub applies_to: Option<Declaration>,
+    /// A declaration the primary role's command must make beyond the role's own (a `detach`
+    /// role whose command also declares `resume: true`): with no command declaring it the
+    /// scenario is not applicable, and a role whose command lacks it is skipped saying which
+    /// commands have it.
+    #[serde(default)]
+    pub role_declares: Option<Declaration>,
     /// What to do, in order.
     pub steps: Vec<Step>,
 }
@@ -280,6 +290,13 @@ pub struct RunStep {
     /// for what the criterion itself asserts.
     #[serde(default)]
     pub premise: Option<Expect>,
+    /// What this step's response must show for the criterion to apply to the tool at all,
+    /// where the spec lets the tool choose otherwise (a job id derived from the invocation,
+    /// where the criterion needs a new one): checked after the call's hold and before the
+    /// `premise`; when it does not hold, the scenario stops and is skipped as not applicable
+    /// to the tool's choice, which is no gap of the profile and keeps no claim from a verdict.
+    #[serde(default)]
+    pub applies_when: Option<Expect>,
     /// What must hold.
     #[serde(default)]
     pub expect: Expect,
@@ -673,6 +690,9 @@ pub struct PointerCheck {
     /// The value must be a number below this one (a number, or a template giving one).
     #[serde(default)]
     pub less_than: Option<serde_json::Value>,
+    /// The value must be a number at most this one (a number, or a template giving one).
+    #[serde(default)]
+    pub at_most: Option<serde_json::Value>,
     /// The value must be a number at least this one (a number, or a template giving one).
     #[serde(default)]
     pub at_least: Option<serde_json::Value>,
@@ -689,10 +709,15 @@ impl PointerCheck {
     /// The numeric comparisons of the check, each with its key, its bound, and whether the
     /// ordering of a value against the bound passes.
     pub fn comparisons(&self) -> Vec<Comparison<'_>> {
-        let holds: [fn(std::cmp::Ordering) -> bool; 3] =
-            [std::cmp::Ordering::is_lt, std::cmp::Ordering::is_ge, std::cmp::Ordering::is_gt];
+        let holds: [fn(std::cmp::Ordering) -> bool; 4] = [
+            std::cmp::Ordering::is_lt,
+            std::cmp::Ordering::is_le,
+            std::cmp::Ordering::is_ge,
+            std::cmp::Ordering::is_gt,
+        ];
         let all = [
             ("less_than", &self.less_than),
+            ("at_most", &self.at_most),
             ("at_least", &self.at_least),
             ("greater_than", &self.greater_than),
         ];
@@ -852,7 +877,8 @@ impl Expect {
         let mut out = Vec::new();
         for p in &self.json {
             out.extend(p.matches.as_deref());
-            let values = [&p.equals, &p.not_equals, &p.less_than, &p.at_least, &p.greater_than];
+            let values =
+                [&p.equals, &p.not_equals, &p.less_than, &p.at_most, &p.at_least, &p.greater_than];
             for value in values.into_iter().flatten() {
                 if let serde_json::Value::String(s) = value {
                     out.push(s.as_str());
@@ -923,6 +949,9 @@ impl Step {
                 }
                 out.extend(s.expect.durations());
                 out.extend(s.expect.templates());
+                if let Some(a) = &s.applies_when {
+                    out.extend(a.templates());
+                }
             }
             Self::Continue(s) | Self::Cancel(s) => {
                 out.extend(s.env.values().map(String::as_str));
@@ -1000,7 +1029,8 @@ impl Scenario {
     /// then each role's, each once.
     pub fn declarations(&self) -> Vec<Declaration> {
         let mut all: Vec<Declaration> = self.applies_to.into_iter().collect();
-        for d in self.roles.iter().filter_map(|r| role_declaration(r)) {
+        let roles = self.roles.iter().filter_map(|r| role_declaration(r));
+        for d in roles.chain(self.role_declares) {
             if !all.contains(&d) {
                 all.push(d);
             }
@@ -1486,7 +1516,7 @@ fn validate(s: &Scenario) -> Result<(), String> {
             for p in &e.json {
                 if p.is_empty() {
                     return Err(format!(
-                        "step `{name}`: the check of `{}` says neither equals, not_equals, matches, present, less_than, at_least nor greater_than",
+                        "step `{name}`: the check of `{}` says neither equals, not_equals, matches, present, less_than, at_most, at_least nor greater_than",
                         p.pointer
                     ));
                 }

@@ -201,6 +201,9 @@ pub struct StepFacts {
     /// The commands the step's responses may answer for, with their declared INCOMPLETE
     /// entries ([`declared_entries`]), for `retryable_as_declared`.
     pub incomplete_entries: Vec<DeclaredEntry>,
+    /// The ranks, among the step's observations, of the responses `job wait` or `job status`
+    /// gave (the job runtime relaying a job's stored ending), for `budget_recorded`.
+    pub relayed: std::collections::BTreeSet<usize>,
 }
 
 /// What a check looks at, and its function.

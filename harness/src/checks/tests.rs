@@ -785,7 +785,7 @@ fn entries(list: &[(&str, Option<bool>)]) -> StepFacts {
         .iter()
         .map(|(c, r)| DeclaredEntry { command: (*c).to_owned(), retryable: *r })
         .collect();
-    StepFacts { incomplete_entries }
+    StepFacts { incomplete_entries, ..StepFacts::default() }
 }
 
 #[test]
@@ -812,6 +812,30 @@ fn budget_recorded_judges_every_hop_in_one_finding() {
     // No response is the response checks' to report, once.
     assert!(check_all(&e, "wait", &[&exited(1, "")], &none).is_empty());
     assert_eq!(names(&judge(&e, &exited(1, ""))), ["stdout-not-json"]);
+}
+
+/// REQ-F-080 asks for `meta.budget_ms` on every response of an interruptible command, but
+/// REQ-F-081's own examples of a relayed final response and of JOB_LOST carry none (CONTRACT
+/// §9): an ending that `job wait` relays may leave it out; its INCOMPLETE answers, and the
+/// command's own responses, may not.
+#[test]
+fn budget_recorded_lets_a_relayed_ending_leave_the_budget_out() {
+    let e = expect(json!({ "budget_recorded": true }));
+    let waits = StepFacts { relayed: [0, 1].into_iter().collect(), ..StepFacts::default() };
+    let hop_14 = hop("wait#1", 14, Some(json!(700)), Some(true));
+    let relayed_end = hop("wait#2", 0, None, None);
+    let lost = hop("wait#2", 1, None, None);
+    assert!(check_all(&e, "wait", &[&hop_14, &relayed_end], &waits).is_empty());
+    assert!(check_all(&e, "wait", &[&hop_14, &lost], &waits).is_empty());
+    // Kept, it is a whole number still.
+    let text = hop("wait#2", 1, Some(json!("700")), None);
+    assert_eq!(names(&check_all(&e, "wait", &[&hop_14, &text], &waits)), ["budget-meta"]);
+    // An INCOMPLETE that job wait gives carries it (REQ-F-082).
+    let bare_14 = hop("wait#1", 14, None, Some(true));
+    assert_eq!(names(&check_all(&e, "wait", &[&bare_14, &relayed_end], &waits)), ["budget-meta"]);
+    // The command's own ending keeps it: the same responses, not relayed.
+    let own = StepFacts::default();
+    assert_eq!(names(&check_all(&e, "call", &[&hop_14, &lost], &own)), ["budget-meta"]);
 }
 
 #[test]

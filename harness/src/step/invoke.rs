@@ -9,7 +9,7 @@ use nix::sys::signal::killpg;
 use nix::unistd::Pid;
 use serde_json::Value;
 
-use super::{DEFAULT_STEP_LIMIT, ScenarioState};
+use super::{Conditions, DEFAULT_STEP_LIMIT, ScenarioState};
 use crate::exec::{self, Invocation, Program, StdinMode, Termination};
 use crate::outcome::FindingKind;
 use crate::outcome::{Finding, SkipReason, millis};
@@ -61,7 +61,11 @@ impl ScenarioState<'_> {
                 None => Vec::new(),
             };
             let indices = self.invoke(r, Launch { prefix, ..Launch::default() })?;
-            return Ok(self.judge_step(&r.name, r.premise.as_ref(), &r.expect, &indices, None));
+            let conditions = Conditions {
+                applies_when: r.applies_when.as_ref(),
+                premise: r.premise.as_ref(),
+            };
+            return Ok(self.judge_step(&r.name, conditions, &r.expect, &indices, None));
         };
         if matches!(kind, ProbeKind::Stream | ProbeKind::StreamSignal) {
             return self.run_streams(r, kind);
