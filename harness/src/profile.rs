@@ -242,6 +242,11 @@ pub struct Role {
     /// what it printed after the uninterrupted calibration run.
     #[serde(default)]
     pub verify: Option<String>,
+    /// JSON pointers (`/data/slept_ms`) to values of the role's responses that the tool
+    /// measures anew on every run: replaced before any comparison with the calibrated
+    /// response ([`crate::redact`]), so that the rest is compared.
+    #[serde(default)]
+    pub redact: Vec<String>,
 }
 
 /// `[kit]`: the spec kit's probes (its JSON profile maps onto these).
@@ -580,6 +585,12 @@ impl Profile {
                 return Err((
                     at,
                     format!("role `{name}`: `stdin` and `stdin_text` exclude each other"),
+                ));
+            }
+            if let Some(p) = role.redact.iter().find(|p| !p.starts_with('/')) {
+                return Err((
+                    at,
+                    format!("role `{name}`: `redact` takes JSON pointers like /data/slept_ms, not `{p}`"),
                 ));
             }
             self.check_preparation(&role.fixtures, &role.setup, &format!("role `{name}`"), at)?;

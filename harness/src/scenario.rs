@@ -825,6 +825,17 @@ pub struct Expect {
     /// checks, as the spec kit does.
     #[serde(default)]
     pub exit_matches_meta: Option<bool>,
+    /// The process exited by itself with a code an agent may meet: REQ-F-001's table (0 to
+    /// 14), a signal handler's 130 or 143, or a command-specific code (79 to 125) that the
+    /// invoked command's effective exit-code table declares (REQ-C-001).
+    #[serde(default)]
+    pub exit_in_table: Option<bool>,
+    /// The response ends as the role's calibrated one in what a run's measured values cannot
+    /// change: the same exit, `ok`, `error.code`, and a `data` of the same shape (the same
+    /// keys, the same JSON types, arrays of the same length, all the way down), while values
+    /// may differ (a slept time, a timestamp).
+    #[serde(default)]
+    pub ends_as_calibrated: Option<bool>,
     /// stdout is one valid response envelope, with the allowance named (see [`EnvelopeRule`]).
     #[serde(default)]
     pub envelope: Option<EnvelopeRule>,
@@ -1046,7 +1057,9 @@ impl Scenario {
                 template_vars(t)
                     .iter()
                     .any(|v| matches!(v, Var::Calibration(name) if ![CONSTANT_SLACK, STARTUP, IDLE_TIMEOUT].contains(&name.as_str())))
-            }) || s.expect().is_some_and(|e| e.matches_calibrated == Some(true))
+            }) || s.expect().is_some_and(|e| {
+                e.matches_calibrated == Some(true) || e.ends_as_calibrated == Some(true)
+            })
                 || matches!(s, Step::Verify(_))
         })
     }
@@ -1541,8 +1554,14 @@ fn validate(s: &Scenario) -> Result<(), String> {
                     regex::Regex::new(m).map_err(|e| format!("step `{name}`: bad regex: {e}"))?;
                 }
             }
-            if e.matches_calibrated == Some(true) && s.primary_role().is_none() {
-                return Err(format!("step `{name}`: `matches_calibrated` needs a role in `roles`"));
+            let calibrated = [
+                ("matches_calibrated", e.matches_calibrated),
+                ("ends_as_calibrated", e.ends_as_calibrated),
+            ];
+            if let Some((key, _)) = calibrated.iter().find(|(_, on)| *on == Some(true))
+                && s.primary_role().is_none()
+            {
+                return Err(format!("step `{name}`: `{key}` needs a role in `roles`"));
             }
         }
         if seen.insert(name, step).is_some() {

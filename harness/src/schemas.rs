@@ -56,6 +56,33 @@ pub fn validator(file: &str) -> Result<&'static jsonschema::Validator, SchemaErr
     }
 }
 
+/// The INCOMPLETE response of a job no budget applies to: `incomplete-response.json` without
+/// its requirement of `meta.budget_ms` (compiled once). `job status` of an async command's
+/// job answers REQ-F-082's response (REQ-C-022), but the command declares no interruption,
+/// so no budget is in force to record (REQ-F-080 asks for `meta.budget_ms` on the responses
+/// of interruptible commands, and the envelope schema has it absent where no budget applies).
+fn incomplete_without_budget() -> Result<&'static jsonschema::Validator, SchemaError> {
+    static CACHE: OnceLock<Result<jsonschema::Validator, SchemaError>> = OnceLock::new();
+    let file = SchemaName::Incomplete.file();
+    let compiled = CACHE.get_or_init(|| {
+        let fail = |message: String| SchemaError { file: file.to_owned(), message };
+        let text = SCHEMA_FILES
+            .iter()
+            .find(|(f, _)| *f == file)
+            .map(|(_, text)| *text)
+            .ok_or_else(|| fail("not embedded in this build".into()))?;
+        let mut schema: Value =
+            serde_json::from_str(text).map_err(|e| fail(format!("not JSON: {e}")))?;
+        let required = schema
+            .pointer_mut("/allOf/1/properties/meta/required")
+            .and_then(Value::as_array_mut)
+            .ok_or_else(|| fail("no `meta.required` in its second `allOf` branch".into()))?;
+        required.retain(|k| k != "budget_ms");
+        jsonschema::draft7::new(&schema).map_err(|e| fail(e.to_string()))
+    });
+    compiled.as_ref().map_err(Clone::clone)
+}
+
 /// How many violations [`violations`] words; the rest are counted.
 pub const VIOLATIONS_SHOWN: usize = 8;
 
@@ -65,11 +92,14 @@ pub const VIOLATIONS_SHOWN: usize = 8;
 /// empty when it is valid. For [`SchemaName::Manifest`], an envelope-wrapped manifest is
 /// validated through its `data`; [`SchemaName::JobDescriptor`] always applies to `data`.
 pub fn violations(schema: SchemaName, instance: &Value) -> Result<Vec<String>, SchemaError> {
-    let validator = validator(schema.file())?;
+    let validator = match schema {
+        SchemaName::IncompleteJob => incomplete_without_budget()?,
+        _ => validator(schema.file())?,
+    };
     let target = match schema {
         SchemaName::Manifest => unwrap_manifest(instance),
         SchemaName::JobDescriptor => instance.get("data").unwrap_or(&Value::Null),
-        SchemaName::Envelope | SchemaName::Incomplete => instance,
+        SchemaName::Envelope | SchemaName::Incomplete | SchemaName::IncompleteJob => instance,
     };
     let mut errors = validator.iter_errors(target);
     let mut lines: Vec<String> = errors
@@ -96,6 +126,14 @@ pub fn unwrap_manifest(response: &Value) -> &Value {
     }
 }
 
+/// The entry for `code` in a command's effective exit-code table: its own `exit_codes`, else the
+/// manifest's root `exit_codes` it inherits (the manifest schema: with a root table present, a
+/// command lists only its additions and overrides). `manifest` is the bare manifest.
+pub fn effective_entry<'a>(manifest: &'a Value, command: &'a Value, code: &str) -> Option<&'a Value> {
+    let own = command.get("exit_codes").and_then(|c| c.get(code));
+    own.or_else(|| manifest.get("exit_codes").and_then(|c| c.get(code)))
+}
+
 /// Wire-format schema names a response can be checked against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -104,6 +142,10 @@ pub enum SchemaName {
     Envelope,
     /// `schemas/incomplete-response.json`.
     Incomplete,
+    /// `schemas/incomplete-response.json` without its requirement of `meta.budget_ms`: the
+    /// INCOMPLETE answer for a job no budget applies to (an async command's, REQ-C-022).
+    #[serde(rename = "incomplete-job")]
+    IncompleteJob,
     /// `schemas/manifest-response.json` (bare, or the `data` of an envelope).
     Manifest,
     /// `schemas/job-descriptor.json`, applied to the response's `data` (an async command's
@@ -117,9 +159,17 @@ impl SchemaName {
     pub fn file(self) -> &'static str {
         match self {
             Self::Envelope => "response-envelope.json",
-            Self::Incomplete => "incomplete-response.json",
+            Self::Incomplete | Self::IncompleteJob => "incomplete-response.json",
             Self::Manifest => "manifest-response.json",
             Self::JobDescriptor => "job-descriptor.json",
+        }
+    }
+
+    /// The schema as a finding names it: its file, and what conform leaves out of it.
+    pub fn label(self) -> String {
+        match self {
+            Self::IncompleteJob => format!("{} (meta.budget_ms optional)", self.file()),
+            _ => self.file().to_owned(),
         }
     }
 }

@@ -322,12 +322,36 @@ impl ScenarioState<'_> {
             },
         );
         resolved.manifest_command = self.ran_manifest_command(obs);
+        resolved.redact = self.role_redact();
+        resolved.declared_exits = self.declared_exits(obs);
         let ctx = resolved.context(&self.observations, &self.last, self.calibrated());
         checks::check_one(expect, obs, &ctx)
     }
 }
 
 impl ScenarioState<'_> {
+    /// The `redact` pointers of the role the step being judged ran (else the primary role).
+    fn role_redact(&self) -> Vec<String> {
+        let role = self.current_role.as_deref().or(self.scenario.primary_role());
+        let role = role.and_then(|r| self.subject.profile.role(r));
+        role.map(|r| r.redact.clone()).unwrap_or_default()
+    }
+
+    /// The codes of the effective exit-code table of the command the observation invoked.
+    fn declared_exits(&self, obs: &Observation) -> Option<std::collections::BTreeSet<i32>> {
+        let words: Vec<String> = match &obs.record.repro.command {
+            ReproCommand::Argv(argv) => {
+                let tool = self.subject.tool.argv_at(&self.subject.tool.path).len();
+                argv.iter().skip(tool).cloned().collect()
+            }
+            ReproCommand::Shell(line) => line.split_ascii_whitespace().map(str::to_owned).collect(),
+        };
+        let commands = &self.subject.commands;
+        (0..words.len()).find_map(|start| {
+            commands.command_for_args(&words[start..]).map(|(_, info)| info.exit_codes.clone())
+        })
+    }
+
     /// Whether the observation ran the tool with exactly the manifest command's arguments.
     fn ran_manifest_command(&self, obs: &Observation) -> bool {
         let ReproCommand::Argv(argv) = &obs.record.repro.command else { return false };
@@ -711,7 +735,9 @@ impl ScenarioState<'_> {
             if let Some((other, theirs)) = paired {
                 let theirs = theirs.get(rank).and_then(|&t| self.observations.get(t));
                 let finding = match obs.response() {
-                    Some(response) => checks::same_response(obs, response, other, theirs),
+                    Some(response) => {
+                        checks::same_response(obs, response, other, theirs, &self.role_redact())
+                    }
                     None => {
                         Some(Finding::new(FindingKind::SameResponse, "no JSON response to compare"))
                     }
