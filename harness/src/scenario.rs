@@ -1258,6 +1258,17 @@ pub fn parse_duration_literal(text: &str) -> Option<Duration> {
     } else {
         (text, 1)
     };
+    // Seconds may carry a decimal fraction (`0.75s`), as `[tool] budget_format = "seconds"`
+    // writes them.
+    if unit_ms == 1000
+        && let Some((whole, fraction)) = digits.split_once('.')
+        && !whole.is_empty()
+        && (1..=3).contains(&fraction.len())
+        && whole.bytes().chain(fraction.bytes()).all(|b| b.is_ascii_digit())
+    {
+        let ms = format!("{fraction:0<3}").parse::<u64>().ok()?;
+        return Some(Duration::from_millis(whole.parse::<u64>().ok()?.checked_mul(1000)? + ms));
+    }
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }

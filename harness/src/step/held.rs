@@ -227,7 +227,10 @@ mod tests {
         assert_eq!(resolve_budget(&words("count x"), Some(OsStr::new("500")), true), None);
         // ...but a --budget given there still binds it.
         assert!(resolve_budget(&words("count x --budget 1s"), None, true).is_some());
-        assert_eq!(resolve_budget(&words("count x --budget 0.5s"), None, false), None);
+        // Seconds with a fraction are read too (`[tool] budget_format = "seconds"`).
+        let half = resolve_budget(&words("count x --budget 0.5s"), None, false);
+        assert_eq!(half.map(|(b, _)| b), Some(Duration::from_millis(500)));
+        assert_eq!(resolve_budget(&words("count x --budget 0.5.1s"), None, false), None);
         assert_eq!(resolve_budget(&words("count x"), Some(OsStr::new("soon")), false), None);
     }
 }

@@ -31,14 +31,6 @@ struct Launch {
     line_signal: Option<exec::LineSignal>,
 }
 
-/// How a duration goes into `--budget` / `--timeout`: `0`, or milliseconds with their unit.
-fn duration_arg(d: Duration) -> String {
-    match millis(d) {
-        0 => "0".to_owned(),
-        ms => format!("{ms}ms"),
-    }
-}
-
 impl ScenarioState<'_> {
     pub(super) fn run_tool(&mut self, r: &RunStep) -> Result<Vec<Finding>, String> {
         let profile = &self.subject.profile;
@@ -301,7 +293,8 @@ impl ScenarioState<'_> {
                 });
                 return Ok(Vec::new());
             }
-            added.push(("--budget", duration_arg(self.duration(b)?)));
+            let format = subject.profile.file.tool.budget_format;
+            added.push(("--budget", format.render(self.duration(b)?)));
         }
         if let Some(t) = &r.timeout {
             let format = subject.profile.file.tool.timeout_format;
@@ -410,7 +403,7 @@ impl ScenarioState<'_> {
                     "set `[tool] timeout_format` (duration, milliseconds or seconds) to the form its --timeout takes"
                 }
                 _ => {
-                    "name a role whose command declares interruption, or check its --budget syntax (REQ-F-080: a duration)"
+                    "name a role whose command declares interruption, or set `[tool] budget_format` (duration or seconds) to the form its --budget takes (REQ-F-080: a duration)"
                 }
             };
             self.profile_problem = Some(SkipReason::ProfileProblem {

@@ -89,6 +89,30 @@ pub fn hang_charge<'a>(facts: HangFacts<'a>) -> &'a str {
 /// The advisory note on a manifest answered bare.
 pub const BARE_MANIFEST_NOTE: &str = "the manifest command answers the manifest bare: conform accepts it (CONTRACT §2), the spec kit's manifest_valid and json_envelope refuse it (they want it as the data of an envelope)";
 
+/// The advisory note on a manifest of a newer minor version that a step validates: conform
+/// judged what its own version requires and let the fields it does not know through.
+fn newer_manifest_note(expect: &Expect, obs: &Observation) -> Option<Note> {
+    let names = expect.schema.as_ref()?.names();
+    if !names.contains(&crate::schemas::SchemaName::Manifest) {
+        return None;
+    }
+    let response = obs.response()?;
+    if !crate::schemas::manifest_is_newer(response) {
+        return None;
+    }
+    let unknown = crate::schemas::unknown_fields(response).ok()?;
+    let minor = crate::schemas::manifest_minor(response)?;
+    let fields = match unknown.as_slice() {
+        [] => "none of its fields is new to conform".to_owned(),
+        lines => format!("the fields conform does not know were let through: {}", lines.join("; ")),
+    };
+    Some(Note::Advisory(format!(
+        "the manifest says schema_version 3.{minor}, newer than the {} conform judges: a minor version only adds, so it was validated against what {} requires, and {fields}",
+        crate::schemas::SCHEMA_VERSION,
+        crate::schemas::SCHEMA_VERSION
+    )))
+}
+
 /// What must hold of a step's response before its `expect` is judged: `applies_when`, then
 /// `premise`.
 #[derive(Debug, Clone, Copy, Default)]
@@ -702,6 +726,13 @@ impl ScenarioState<'_> {
         self.ended_as_calibrated(i)
     }
 
+    /// Adds an advisory note, once.
+    fn note_once(&self, note: Note) {
+        if !self.notes.borrow().contains(&note) {
+            self.notes.borrow_mut().push(note);
+        }
+    }
+
     fn judge(&self, step: &str, expect: &Expect, indices: &[usize]) -> Vec<Finding> {
         let mut findings = Vec::new();
         // A step of several probes or copies compared with a step of as many: each with the
@@ -727,10 +758,10 @@ impl ScenarioState<'_> {
                     .response()
                     .is_some_and(|r| r.get("ok").is_none() && r.get("commands").is_some())
             {
-                let note = Note::Advisory(BARE_MANIFEST_NOTE.to_owned());
-                if !self.notes.borrow().contains(&note) {
-                    self.notes.borrow_mut().push(note);
-                }
+                self.note_once(Note::Advisory(BARE_MANIFEST_NOTE.to_owned()));
+            }
+            if let Some(note) = newer_manifest_note(expect, obs) {
+                self.note_once(note);
             }
             if let Some((other, theirs)) = paired {
                 let theirs = theirs.get(rank).and_then(|&t| self.observations.get(t));
