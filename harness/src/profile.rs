@@ -167,7 +167,8 @@ pub struct Roles {
     /// An `async: true` command (returns a job at once).
     #[serde(default)]
     pub r#async: Option<Role>,
-    /// An interruptible command whose progress stops (for the idle watchdog).
+    /// A `detach: true` command whose progress stops (for the background job's idle
+    /// watchdog).
     #[serde(default)]
     pub stalling: Option<Role>,
     /// A writer that takes `--idempotency-key` (REQ-C-007), interruptible or not; its work

@@ -92,7 +92,9 @@ pub fn role_declaration(role: &str) -> Option<Declaration> {
         "detach_only" => Some(Declaration::DetachOnly),
         "resume_reader" => Some(Declaration::ResumeReader),
         "resume_writer" => Some(Declaration::ResumeWriter),
-        "stalling" => Some(Declaration::Interruption),
+        // The idle watchdog is the background job's (REQ-F-081, REQ-C-034): a resume-only
+        // command runs in its caller and has none.
+        "stalling" => Some(Declaration::Detach),
         "async" => Some(Declaration::Async),
         "idempotent_writer" => Some(Declaration::IdempotencyKey),
         // Its failure is seen through `job wait`, so its work must be able to detach.
