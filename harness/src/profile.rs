@@ -634,7 +634,9 @@ impl Profile {
             if let Some(p) = role.redact.iter().find(|p| !p.starts_with('/')) {
                 return Err((
                     at,
-                    format!("role `{name}`: `redact` takes JSON pointers like /data/slept_ms, not `{p}`"),
+                    format!(
+                        "role `{name}`: `redact` takes JSON pointers like /data/slept_ms, not `{p}`"
+                    ),
                 ));
             }
             self.check_preparation(&role.fixtures, &role.setup, &format!("role `{name}`"), at)?;

@@ -207,7 +207,11 @@ pub fn unwrap_manifest(response: &Value) -> &Value {
 /// The entry for `code` in a command's effective exit-code table: its own `exit_codes`, else the
 /// manifest's root `exit_codes` it inherits (the manifest schema: with a root table present, a
 /// command lists only its additions and overrides). `manifest` is the bare manifest.
-pub fn effective_entry<'a>(manifest: &'a Value, command: &'a Value, code: &str) -> Option<&'a Value> {
+pub fn effective_entry<'a>(
+    manifest: &'a Value,
+    command: &'a Value,
+    code: &str,
+) -> Option<&'a Value> {
     let own = command.get("exit_codes").and_then(|c| c.get(code));
     own.or_else(|| manifest.get("exit_codes").and_then(|c| c.get(code)))
 }
@@ -236,7 +240,8 @@ pub fn parse_json(text: &str) -> Result<Value, String> {
     let deep = move || {
         let mut de = serde_json::Deserializer::from_str(&owned);
         de.disable_recursion_limit();
-        let value = serde::Deserialize::deserialize(&mut de).map_err(|e: serde_json::Error| e.to_string())?;
+        let value = serde::Deserialize::deserialize(&mut de)
+            .map_err(|e: serde_json::Error| e.to_string())?;
         de.end().map_err(|e| e.to_string())?;
         Ok(value)
     };

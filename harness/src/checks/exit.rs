@@ -88,7 +88,9 @@ pub(super) fn exit_in_table(expect: &Expect, obs: &Observation, ctx: &Context<'_
     };
     vec![
         Finding::new(FindingKind::ExitCode, format!("exit {code} is {why}"))
-            .expected("0 to 14, 130 or 143, or a command-specific code (79 to 125) the command declares")
+            .expected(
+                "0 to 14, 130 or 143, or a command-specific code (79 to 125) the command declares",
+            )
             .actual(ended),
     ]
 }

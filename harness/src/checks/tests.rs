@@ -1226,9 +1226,7 @@ fn manifest_rules_judge_the_manifest_in_the_response() {
 /// command's own one, when it has one, is the one judged.
 #[test]
 fn manifest_rules_read_the_effective_exit_code_table() {
-    let entry = |retryable: bool, side: &str| {
-        json!({ "description": "d", "retryable": retryable, "side_effects": side })
-    };
+    let entry = |retryable: bool, side: &str| json!({ "description": "d", "retryable": retryable, "side_effects": side });
     let manifest = |root: Value, own: Value| {
         responding(json!({ "exit_codes": root, "commands": {
             "analyze": { "danger_level": "safe", "exit_codes": own,
@@ -1245,9 +1243,13 @@ fn manifest_rules_read_the_effective_exit_code_table() {
     assert!(f.message.starts_with("command `analyze`: declares interruption"), "{}", f.message);
     assert_eq!(f.actual.as_deref(), Some("exit_codes keys: none; root exit_codes keys: 0"));
     // The command's own entry overrides the root's, and is the one whose shape is judged.
-    let wrong = manifest(json!({ "14": entry(true, "none") }), json!({ "14": entry(false, "partial") }));
+    let wrong =
+        manifest(json!({ "14": entry(true, "none") }), json!({ "14": entry(false, "partial") }));
     let f = only(judge(&e, &wrong));
-    assert_eq!(f.message, "command `analyze`: the \"14\" entry of a safe command has the wrong shape");
+    assert_eq!(
+        f.message,
+        "command `analyze`: the \"14\" entry of a safe command has the wrong shape"
+    );
     // What conform learns of the commands reads the same table.
     let commands = crate::discover::Commands::from_manifest(&inherited.json.clone().unwrap());
     let analyze = &commands.by_path["analyze"];

@@ -79,7 +79,13 @@ impl ScenarioState<'_> {
             self.step_role.insert(c.name.clone(), role.clone());
             self.current_role = role;
             self.last.insert(c.name.clone(), last);
-            return Ok(self.judge_step(&c.name, Conditions::premise(c.premise.as_ref()), &c.expect, &[last], None));
+            return Ok(self.judge_step(
+                &c.name,
+                Conditions::premise(c.premise.as_ref()),
+                &c.expect,
+                &[last],
+                None,
+            ));
         }
         let mut line = match self.command_from(&c.name, &c.from, "/data/continue_command") {
             Ok(l) => l,
@@ -156,7 +162,13 @@ impl ScenarioState<'_> {
         crate::interrupt::gate()?;
         let outcome = exec::run(&inv).map_err(|e| e.to_string())?;
         let i = self.record(&c.name, c.name.clone(), &inv, outcome);
-        Ok(self.judge_step(&c.name, Conditions::premise(c.premise.as_ref()), &c.expect, &[i], Some(&c.from)))
+        Ok(self.judge_step(
+            &c.name,
+            Conditions::premise(c.premise.as_ref()),
+            &c.expect,
+            &[i],
+            Some(&c.from),
+        ))
     }
 }
 

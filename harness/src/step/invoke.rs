@@ -53,10 +53,8 @@ impl ScenarioState<'_> {
                 None => Vec::new(),
             };
             let indices = self.invoke(r, Launch { prefix, ..Launch::default() })?;
-            let conditions = Conditions {
-                applies_when: r.applies_when.as_ref(),
-                premise: r.premise.as_ref(),
-            };
+            let conditions =
+                Conditions { applies_when: r.applies_when.as_ref(), premise: r.premise.as_ref() };
             return Ok(self.judge_step(&r.name, conditions, &r.expect, &indices, None));
         };
         if matches!(kind, ProbeKind::Stream | ProbeKind::StreamSignal) {

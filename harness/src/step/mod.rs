@@ -794,7 +794,9 @@ impl ScenarioState<'_> {
         let relayed = indices
             .iter()
             .enumerate()
-            .filter(|(_, i)| self.paths.get(i).is_some_and(|p| p == "job.wait" || p == "job.status"))
+            .filter(|(_, i)| {
+                self.paths.get(i).is_some_and(|p| p == "job.wait" || p == "job.status")
+            })
             .map(|(rank, _)| rank)
             .collect();
         if expect.retryable_as_declared != Some(true) {

@@ -28,7 +28,8 @@ fn pyagent(variants: &str, edit: impl Fn(&str) -> String) -> (tempfile::TempDir,
     }
     let text = std::fs::read_to_string(&profile).unwrap();
     assert!(text.contains("[tool.env]\n"), "the profile's [tool.env] table moved");
-    let text = text.replace("[tool.env]\n", &format!("[tool.env]\nPYAGENT_VARIANT = {variants:?}\n"));
+    let text =
+        text.replace("[tool.env]\n", &format!("[tool.env]\nPYAGENT_VARIANT = {variants:?}\n"));
     let copy = dir.path().join("conform.toml");
     std::fs::write(&copy, edit(&text)).unwrap();
     (dir, root.join("pyagent.py"), copy)
@@ -123,7 +124,10 @@ fn ids_derived_from_the_invocation_are_legal() {
         let s = scenario(&report, id);
         assert_eq!(s["status"], "skip", "{s:#}");
         let reason = s["reason"].as_str().unwrap();
-        assert!(reason.starts_with("not applicable to the tool's choice at step `second`"), "{reason}");
+        assert!(
+            reason.starts_with("not applicable to the tool's choice at step `second`"),
+            "{reason}"
+        );
     }
     assert_pass(&report, &judged);
     // A choice the spec leaves open is no gap of the profile: nothing is unjudged.
@@ -190,7 +194,10 @@ fn a_budget_in_seconds_only_is_written_so() {
     assert_eq!(exit, i32::from(conform::exit::UNJUDGED), "{report:#}");
     let s = scenario(&report, ids[0]);
     let reason = s["reason"].as_str().unwrap();
-    assert!(reason.starts_with("profile problem: the tool refused conform's `--budget"), "{reason}");
+    assert!(
+        reason.starts_with("profile problem: the tool refused conform's `--budget"),
+        "{reason}"
+    );
     assert!(reason.contains("budget_format"), "{reason}");
 }
 
@@ -206,7 +213,11 @@ fn instances_are_recommended_not_required() {
     let (exit, report) = run(&tool, &profile, &["instance"], &[]);
     assert_eq!(exit, 0, "{report:#}");
     for s in report["data"]["scenarios"].as_array().unwrap() {
-        assert_eq!((s["status"].as_str(), s["level"].as_str()), (Some("skip"), Some("should")), "{s:#}");
+        assert_eq!(
+            (s["status"].as_str(), s["level"].as_str()),
+            (Some("skip"), Some("should")),
+            "{s:#}"
+        );
     }
     let (_dir, tool, profile) = pyagent("", |text| {
         text.replace("[tool.env]\n", "[tool.env]\nPYAGENT_FAULT = \"unscoped-jobs\"\n")
@@ -237,7 +248,10 @@ fn a_dead_worker_seen_through_a_lease_is_reported_in_time() {
 #[test]
 fn a_declared_command_specific_exit_is_a_standard_one() {
     let (_dir, tool, profile) = pyagent("declared-exit", |text| {
-        text.replace("read = [[\"version\"], [\"manifest\"]]", "read = [[\"version\"], [\"manifest\"], [\"lookup\", \"nothing\"]]")
+        text.replace(
+            "read = [[\"version\"], [\"manifest\"]]",
+            "read = [[\"version\"], [\"manifest\"], [\"lookup\", \"nothing\"]]",
+        )
     });
     let ids = ["probe-exits-are-standard-codes", "read-probes-answer-one-envelope"];
     let (exit, report) = run(&tool, &profile, &ids, &[]);
@@ -261,7 +275,11 @@ fn a_short_writer_may_finish_before_its_cancel_takes_effect() {
     let (exit, report) = run(&tool, &profile, &only, &["-j", "2"]);
     assert_eq!(exit, 0, "{report:#}");
     let s = scenario(&report, id);
-    assert_eq!((s["status"].as_str(), s["level"].as_str()), (Some("fail"), Some("should")), "{s:#}");
+    assert_eq!(
+        (s["status"].as_str(), s["level"].as_str()),
+        (Some("fail"), Some("should")),
+        "{s:#}"
+    );
     assert_eq!(s["findings"][0]["check"], "effect", "{s:#}");
     assert_pass(&report, &others);
 }
@@ -368,9 +386,12 @@ fn a_newer_manifest_with_additive_fields_is_valid() {
     assert_eq!(exit, 0, "{report:#}");
     let s = scenario(&report, id);
     assert_eq!(s["status"], "pass", "{s:#}");
-    let notes: Vec<&str> = s["notes"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    let notes: Vec<&str> =
+        s["notes"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
     assert!(
-        notes.iter().any(|n| n.contains("schema_version 3.21") && n.contains("at `/`: error_codes")),
+        notes
+            .iter()
+            .any(|n| n.contains("schema_version 3.21") && n.contains("at `/`: error_codes")),
         "{notes:#?}"
     );
 }
