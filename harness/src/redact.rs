@@ -58,8 +58,8 @@
 //!    absence), and the word after `--budget` / `--timeout` in any string becomes `[BUDGET]` /
 //!    `[TIMEOUT]` (a paused command's `continue_command` repeats the budget it was given).
 //! 10. **Progress of interrupted work** ([`redact_interrupted_progress`]): in an INCOMPLETE
-//!    response (`error.code` is `INCOMPLETE`), `data.progress.done` becomes `"[PROGRESS]"`:
-//!    where a budget runs out depends on the machine. `total` and `unit` are kept.
+//!     response (`error.code` is `INCOMPLETE`), `data.progress.done` becomes `"[PROGRESS]"`:
+//!     where a budget runs out depends on the machine. `total` and `unit` are kept.
 //! 11. **Prose and raw text** ([`redact_prose_numbers`]): in `error.message` and every
 //!     `warnings[].message`, each run of digits becomes `[N]`: messages are for people and never
 //!     parsed, so their wording is compared but not their figures (budgets, percentages).
