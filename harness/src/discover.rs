@@ -20,7 +20,7 @@ use crate::outcome::{Finding, FindingKind, Repro, SkipReason, StepRecord};
 use crate::prepare::{self, Needs};
 use crate::profile::Profile;
 use crate::scenario::{Declaration, Scenario};
-use crate::schemas::unwrap_manifest;
+use crate::schemas::{effective_entry, unwrap_manifest};
 use crate::tool::Tool;
 
 /// Bound on the manifest command (a manifest that takes longer is broken anyway).
@@ -250,8 +250,13 @@ pub struct CommandInfo {
     /// The flag names it declares.
     pub flags: BTreeSet<String>,
     /// `retryable` of its INCOMPLETE (`"14"`) exit-code entry, when it declares one: what an
-    /// INCOMPLETE response of the command copies into `error.retryable` (REQ-F-082).
+    /// INCOMPLETE response of the command copies into `error.retryable` (REQ-F-082). The entry
+    /// is the command's effective one: its own, else the root table's it inherits.
     pub incomplete_retryable: Option<bool>,
+    /// The codes of its effective exit-code table: the manifest's root `exit_codes` overlaid
+    /// with its own (the manifest schema: a command lists only codes absent from the root
+    /// table or differing from it).
+    pub exit_codes: BTreeSet<i32>,
     /// A framework built-in (`"builtin": true`, or the job runtime's, `manifest`, `version`,
     /// `help`): no vendor's work, so never a role's command or a probe `init` proposes.
     pub builtin: bool,
@@ -275,6 +280,7 @@ impl CommandInfo {
             Declaration::Interruption => self.interruptible(),
             Declaration::Detach => self.detach == Some(true),
             Declaration::DetachOnly => self.detach == Some(true) && self.resume != Some(true),
+            Declaration::DetachResume => self.detach == Some(true) && self.resume == Some(true),
             Declaration::ResumeReader => resume_only && !self.writes(),
             Declaration::ResumeWriter => resume_only && self.writes(),
             Declaration::Async => self.is_async,
@@ -296,6 +302,10 @@ impl Commands {
     /// Reads the commands of a manifest response (bare or wrapped).
     pub fn from_manifest(response: &Value) -> Self {
         let manifest = unwrap_manifest(response);
+        let root_codes = manifest.get("exit_codes").and_then(Value::as_object);
+        let codes_of = |table: Option<&serde_json::Map<String, Value>>| -> BTreeSet<i32> {
+            table.into_iter().flat_map(|t| t.keys()).filter_map(|k| k.parse().ok()).collect()
+        };
         let mut by_path = BTreeMap::new();
         if let Some(commands) = manifest.get("commands").and_then(Value::as_object) {
             for (path, entry) in commands {
@@ -323,9 +333,13 @@ impl Commands {
                             .and_then(Value::as_object)
                             .map(|f| f.keys().cloned().collect())
                             .unwrap_or_default(),
-                        incomplete_retryable: entry
-                            .pointer("/exit_codes/14/retryable")
+                        incomplete_retryable: effective_entry(manifest, entry, "14")
+                            .and_then(|e| e.get("retryable"))
                             .and_then(Value::as_bool),
+                        exit_codes: codes_of(root_codes)
+                            .union(&codes_of(entry.get("exit_codes").and_then(Value::as_object)))
+                            .copied()
+                            .collect(),
                     },
                 );
             }

@@ -32,13 +32,17 @@ fn role_hint(role: &str) -> &'static str {
         "detach_only" => "detach: true, resume: false",
         "resume_reader" => "resume: true, detach: false, read-only",
         "resume_writer" => "resume: true, detach: false, writes; takes --idempotency-key",
-        "stalling" => "interruptible; make its progress stop and its idle_timeout_ms short",
+        "stalling" => {
+            "detach: true (the idle watchdog is the background job's); make its progress stop and its idle_timeout_ms short"
+        }
         "async" => "async: true; its job must run for a few seconds",
         "idempotent_writer" => "writes and takes --idempotency-key; quick work",
         "failing" => {
             "detach: true; an input on which it fails with its own exit after seconds of work"
         }
-        "plain_slow" => "no interruption; it must outlive a short --timeout",
+        "plain_slow" => {
+            "no interruption; conform cuts it with --timeout, so give it seconds of work (a run under 1.2 s is skipped as too short)"
+        }
         _ => "",
     }
 }
@@ -67,6 +71,23 @@ fn candidates<'c>(role: &str, commands: &'c Commands) -> Vec<&'c str> {
         .collect();
     found.sort_by_key(|(_, rank)| *rank);
     found.into_iter().map(|(path, _)| path).collect()
+}
+
+/// The plain commands that show they may run long: `has_network_io: true` (long blocking
+/// I/O, REQ-C-012) or a `timeout` flag of their own, which the `plain_slow` role's scenarios
+/// pass. A quick command (a listing) cannot be the role: its run ends before any timeout.
+fn long_running<'c>(found: &[&'c str], manifest: &Value) -> Vec<&'c str> {
+    let commands = unwrap_manifest(manifest).get("commands");
+    found
+        .iter()
+        .copied()
+        .filter(|path| {
+            let entry = commands.and_then(|c| c.get(*path));
+            let network = entry.and_then(|e| e.get("has_network_io")) == Some(&Value::Bool(true));
+            let timeout = entry.and_then(|e| e.pointer("/flags/timeout")).is_some();
+            network || timeout
+        })
+        .collect()
 }
 
 /// A command path as a TOML array: `note.delete` -> `["note", "delete"]`.
@@ -99,7 +120,19 @@ pub fn skeleton(tool: &str, manifest: &Value) -> String {
          # instance_flag = \"--instance-id\"        # or instance_env = \"MYTOOL_INSTANCE_ID\"\n",
     );
     for role in crate::profile::ROLE_NAMES {
-        let found = candidates(role, &commands);
+        let mut found = candidates(role, &commands);
+        let mut caution = None;
+        if role == "plain_slow" {
+            match long_running(&found, manifest).as_slice() {
+                [] if !found.is_empty() => {
+                    caution = Some(
+                        "# none of these declares has_network_io or a --timeout of its own: pick one whose work takes seconds",
+                    );
+                }
+                [] => {}
+                long => found = long.to_vec(),
+            }
+        }
         let Some(first) = found.first() else {
             // Say why the role stays empty, so nobody hunts for a command that cannot exist.
             let why = match role_declaration(role) {
@@ -119,6 +152,9 @@ pub fn skeleton(tool: &str, manifest: &Value) -> String {
             writeln!(out, "\n# Role `{role}` ({}): candidates from the manifest:", role_hint(role));
         for path in &found {
             let _ = writeln!(out, "#   {}", argv_words(path));
+        }
+        if let Some(caution) = caution {
+            let _ = writeln!(out, "{caution}");
         }
         let _ = writeln!(out, "# [roles.{role}]");
         let _ = writeln!(out, "# argv = [{}, \"<ARGS>\"]", words(first));

@@ -203,6 +203,14 @@ pub struct KitCheck {
     pub scenarios: &'static [&'static str],
 }
 
+/// Where conform follows the newer spec against the kit: every stored copy of the kit's
+/// `conformance/run.py` takes exit codes 0 to 13, 79 to 125, 130 and 143 only and validates
+/// manifests against a schema without `interruption`, while the newer REQ-F-001 adds 14
+/// INCOMPLETE and REQ-C-033 puts `interruption` in the manifest. A vendor who runs both sees
+/// the kit fail what conform passes there, and nowhere else: every other judgement of
+/// conform's is the kit's or a stricter one. Reports print it beside the kit's checks.
+pub const KIT_DIFFERENCE: &str = "conform follows the newer spec where every stored kit refuses it: exit 14 (INCOMPLETE, REQ-F-001) and `interruption` in the manifest (REQ-C-033)";
+
 /// The kit's fourteen checks, in its order. A vendor who used the kit reads a conform report
 /// through this table. Every scenario named here is a `must` scenario of the catalogue at the
 /// kit's level or below it (a test keeps it so), so a level's verdict already waits for them.

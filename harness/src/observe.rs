@@ -70,5 +70,5 @@ pub fn parse_stdout(outcome: &Outcome) -> Result<Value, StdoutProblem> {
     if text.trim().is_empty() {
         return Err(StdoutProblem::Empty);
     }
-    serde_json::from_str(text).map_err(|e| StdoutProblem::NotJson(e.to_string()))
+    crate::schemas::parse_json(text).map_err(StdoutProblem::NotJson)
 }

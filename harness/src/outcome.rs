@@ -131,6 +131,15 @@ pub enum SkipReason {
         /// What the premise asked and what the step showed (the first unmet check).
         why: String,
     },
+    /// The tool made a choice the spec leaves open (a job id derived from the invocation),
+    /// and the criterion presupposes the other one: a step's `applies_when` did not hold. The
+    /// criterion does not apply to this tool, as with [`SkipReason::NotApplicable`].
+    ToolsChoice {
+        /// The step whose response showed the choice.
+        step: String,
+        /// What `applies_when` asked and what the step showed (the first unmet check).
+        why: String,
+    },
     /// Probe runs outlived their limit, and the spec kit charges such a hang to other
     /// scenarios' checks alone; nothing else of this scenario failed.
     HangJudgedElsewhere {
@@ -145,7 +154,7 @@ impl SkipReason {
     /// Whether the criterion does not apply to the tool at all (as opposed to a run that could
     /// not judge it): such a skip leaves a claim's verdict alone.
     pub fn is_not_applicable(&self) -> bool {
-        matches!(self, SkipReason::NotApplicable { .. })
+        matches!(self, SkipReason::NotApplicable { .. } | SkipReason::ToolsChoice { .. })
     }
 
     /// Whether the vendor can change it (a profile's missing role, probe or setting, a role
@@ -166,6 +175,7 @@ impl SkipReason {
             | SkipReason::NoInputFile { .. }
             | SkipReason::PremiseNotMet { .. } => true,
             SkipReason::NotApplicable { .. }
+            | SkipReason::ToolsChoice { .. }
             | SkipReason::NoManifest { .. }
             | SkipReason::ToolUnusable { .. }
             | SkipReason::Interrupted
@@ -265,6 +275,10 @@ impl fmt::Display for SkipReason {
             SkipReason::PremiseNotMet { step, why } => write!(
                 f,
                 "premise not met at step `{step}` ({why}), so the criterion could not be judged on this run; a role with more work gives it room"
+            ),
+            SkipReason::ToolsChoice { step, why } => write!(
+                f,
+                "not applicable to the tool's choice at step `{step}` ({why}): the spec lets it choose so, and the criterion presupposes the other choice"
             ),
             SkipReason::HangJudgedElsewhere { runs, scenarios } => {
                 let list = |v: &[String]| {

@@ -119,6 +119,10 @@ pub fn skip_with_manifest(
     for needs in s.declarations() {
         if commands.declaring(needs).is_empty() {
             let role = s.roles.iter().find(|r| role_declaration(r) == Some(needs)).cloned();
+            let role = role.or_else(|| {
+                let primary = s.primary_role().filter(|_| s.role_declares == Some(needs));
+                primary.map(str::to_owned)
+            });
             return Some(SkipReason::NotApplicable { needs, role });
         }
     }
@@ -142,12 +146,14 @@ pub fn skip_with_manifest(
         Some(other) => return Some(other),
         None => {}
     }
-    s.roles.iter().find_map(|name| {
-        let needs = role_declaration(name)?;
+    // Each role's own declaration, then what the scenario asks of its primary role beyond it.
+    let primary = s.primary_role().zip(s.role_declares);
+    let needs = s.roles.iter().filter_map(|r| Some((r.as_str(), role_declaration(r)?)));
+    needs.chain(primary).find_map(|(name, needs)| {
         let role = profile.role(name)?;
         let (command, info) = commands.command_for_args(&role.argv)?;
         (!info.declares(needs)).then(|| SkipReason::RoleLacksDeclaration {
-            role: name.clone(),
+            role: name.to_owned(),
             command: command.to_owned(),
             needs,
             candidates: owned(commands.declaring(needs)),
@@ -251,6 +257,38 @@ mod tests {
             reason.to_string(),
             "not applicable: no command of the manifest declares `interruption`, so the rule has nothing to judge"
         );
+    }
+
+    /// A scenario about a detached job that also resumes (REQ-F-081: "with `resume: true`
+    /// too") runs only on a `detach` role whose command declares both; a detach-only command
+    /// rightly restarts from zero, and a tool with none such has nothing to judge.
+    #[test]
+    fn what_the_primary_role_must_declare_beyond_its_own_is_asked_of_its_command() {
+        let s = scenario("roles = [\"detach\"]\nrole_declares = \"detach-resume\"", "");
+        let only = commands(json!({"commands": {
+            "archive": {"interruption": {"detach": true, "resume": false}}
+        }}));
+        let detach_only = profile("[roles.detach]\nargv = [\"archive\", \"f\"]\n");
+        let reason = skip_with_manifest(&s, &detach_only, &only).expect("a skip");
+        assert_eq!(
+            reason,
+            SkipReason::NotApplicable {
+                needs: Declaration::DetachResume,
+                role: Some("detach".into())
+            }
+        );
+        let both = commands(json!({"commands": {
+            "archive": {"interruption": {"detach": true, "resume": false}},
+            "analyze": {"interruption": {"detach": true, "resume": true}}
+        }}));
+        let reason = skip_with_manifest(&s, &detach_only, &both).expect("a skip");
+        assert!(!reason.is_not_applicable());
+        assert_eq!(
+            reason.to_string(),
+            "the `detach` role runs `archive`, which does not declare `interruption` with `detach: true, resume: true`; point it at `analyze`"
+        );
+        let resumable = profile("[roles.detach]\nargv = [\"analyze\", \"f\"]\n");
+        assert_eq!(skip_with_manifest(&s, &resumable, &both), None);
     }
 
     /// A manifest with one detaching command (`analyze`) and one plain (`convert`).

@@ -79,6 +79,36 @@ pub struct ToolSection {
     /// default), whole milliseconds (`920`) or seconds (`0.92`).
     #[serde(default)]
     pub timeout_format: TimeoutFormat,
+    /// How conform writes the value of a `--budget` it passes. REQ-F-080 writes it
+    /// `--budget <duration>` and shows `5s` and `0`: by default whole seconds go as `5s` and
+    /// the rest as milliseconds with their unit (`750ms`); `seconds` writes every value in
+    /// seconds with their unit (`0.75s`), for a tool whose durations know no milliseconds.
+    #[serde(default)]
+    pub budget_format: BudgetFormat,
+}
+
+/// How a `--budget` value is written (see [`ToolSection::budget_format`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BudgetFormat {
+    /// `5s` where the value is whole seconds, else `750ms`; `0` for none.
+    #[default]
+    Duration,
+    /// `0.75s`, `5s`; `0` for none.
+    Seconds,
+}
+
+impl BudgetFormat {
+    /// The value of `--budget` for this duration.
+    pub fn render(self, d: std::time::Duration) -> String {
+        let ms = d.as_millis();
+        match self {
+            _ if ms == 0 => "0".to_owned(),
+            BudgetFormat::Duration if ms % 1000 == 0 => format!("{}s", ms / 1000),
+            BudgetFormat::Duration => format!("{ms}ms"),
+            BudgetFormat::Seconds => format!("{}s", TimeoutFormat::Seconds.render(d)),
+        }
+    }
 }
 
 /// How a `--timeout` value is written (see [`ToolSection::timeout_format`]).
@@ -137,7 +167,8 @@ pub struct Roles {
     /// An `async: true` command (returns a job at once).
     #[serde(default)]
     pub r#async: Option<Role>,
-    /// An interruptible command whose progress stops (for the idle watchdog).
+    /// A `detach: true` command whose progress stops (for the background job's idle
+    /// watchdog).
     #[serde(default)]
     pub stalling: Option<Role>,
     /// A writer that takes `--idempotency-key` (REQ-C-007), interruptible or not; its work
@@ -164,6 +195,19 @@ mod timeout_format_tests {
         assert_eq!(TimeoutFormat::Seconds.render(Duration::from_millis(2000)), "2");
         assert_eq!(TimeoutFormat::Seconds.render(Duration::from_millis(1005)), "1.005");
         assert_eq!(TimeoutFormat::Duration.render(Duration::ZERO), "0");
+    }
+
+    /// REQ-F-080's own forms: `5s` where exact, and `0`; the rest in milliseconds, or in
+    /// seconds for a tool that asks so.
+    #[test]
+    fn a_budget_goes_in_the_spec_s_forms() {
+        use super::BudgetFormat;
+        assert_eq!(BudgetFormat::Duration.render(Duration::from_millis(2000)), "2s");
+        assert_eq!(BudgetFormat::Duration.render(Duration::from_millis(750)), "750ms");
+        assert_eq!(BudgetFormat::Duration.render(Duration::ZERO), "0");
+        assert_eq!(BudgetFormat::Seconds.render(Duration::from_millis(750)), "0.75s");
+        assert_eq!(BudgetFormat::Seconds.render(Duration::from_millis(3000)), "3s");
+        assert_eq!(BudgetFormat::Seconds.render(Duration::ZERO), "0");
     }
 }
 
@@ -242,6 +286,11 @@ pub struct Role {
     /// what it printed after the uninterrupted calibration run.
     #[serde(default)]
     pub verify: Option<String>,
+    /// JSON pointers (`/data/slept_ms`) to values of the role's responses that the tool
+    /// measures anew on every run: replaced before any comparison with the calibrated
+    /// response ([`crate::redact`]), so that the rest is compared.
+    #[serde(default)]
+    pub redact: Vec<String>,
 }
 
 /// `[kit]`: the spec kit's probes (its JSON profile maps onto these).
@@ -580,6 +629,14 @@ impl Profile {
                 return Err((
                     at,
                     format!("role `{name}`: `stdin` and `stdin_text` exclude each other"),
+                ));
+            }
+            if let Some(p) = role.redact.iter().find(|p| !p.starts_with('/')) {
+                return Err((
+                    at,
+                    format!(
+                        "role `{name}`: `redact` takes JSON pointers like /data/slept_ms, not `{p}`"
+                    ),
                 ));
             }
             self.check_preparation(&role.fixtures, &role.setup, &format!("role `{name}`"), at)?;

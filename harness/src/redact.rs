@@ -32,6 +32,10 @@
 //!    wherever else it appears inside a string (e.g. a suggested `--etag <value>`).
 //! 7. **Process ids** ([`redact_pids`]): the value of a key named `pid`, `pids` or ending in
 //!    `_pid` becomes `"[PID]"` (each element, for an array).
+//! 8. **The profile's own fields** ([`redact_pointers`], [`Redactor::with_pointers`]): the
+//!    value at each JSON pointer a role's `redact` lists (`/data/slept_ms`) becomes
+//!    `"[REDACTED]"` where the response has it: a value the tool measures anew on every run,
+//!    which the vendor names because no rule above can know it.
 //!
 //! A literal shorter than [`MIN_LITERAL_LEN`] characters is only redacted where its key holds
 //! it, never searched for inside other strings: a short value would match by accident.
@@ -49,14 +53,14 @@
 //! derives budgets from a calibration. [`Redactor::redact_for_snapshot`] therefore applies, after
 //! the rules above, three more that only concern timing:
 //!
-//! 8. **Budgets and timeouts** ([`redact_budgets`]): a non-zero `meta.budget_ms` becomes
+//! 9. **Budgets and timeouts** ([`redact_budgets`]): a non-zero `meta.budget_ms` becomes
 //!    `"[BUDGET_MS]"`, a non-zero `meta.timeout_ms` `"[TIMEOUT_MS]"` (0, "off", is kept, and so is
 //!    absence), and the word after `--budget` / `--timeout` in any string becomes `[BUDGET]` /
 //!    `[TIMEOUT]` (a paused command's `continue_command` repeats the budget it was given).
-//! 9. **Progress of interrupted work** ([`redact_interrupted_progress`]): in an INCOMPLETE
-//!    response (`error.code` is `INCOMPLETE`), `data.progress.done` becomes `"[PROGRESS]"`:
-//!    where a budget runs out depends on the machine. `total` and `unit` are kept.
-//! 10. **Prose and raw text** ([`redact_prose_numbers`]): in `error.message` and every
+//! 10. **Progress of interrupted work** ([`redact_interrupted_progress`]): in an INCOMPLETE
+//!     response (`error.code` is `INCOMPLETE`), `data.progress.done` becomes `"[PROGRESS]"`:
+//!     where a budget runs out depends on the machine. `total` and `unit` are kept.
+//! 11. **Prose and raw text** ([`redact_prose_numbers`]): in `error.message` and every
 //!     `warnings[].message`, each run of digits becomes `[N]`: messages are for people and never
 //!     parsed, so their wording is compared but not their figures (budgets, percentages).
 //!     `error.detail`, raw text from below such as a dead worker's log tail, becomes
@@ -90,6 +94,8 @@ pub const IDEMPOTENCY_KEY: &str = "IDEMPOTENCY_KEY";
 pub const ETAG: &str = "ETAG";
 /// Placeholder for a process id.
 pub const PID: &str = "[PID]";
+/// Placeholder for a value the profile names (a role's `redact`).
+pub const REDACTED: &str = "[REDACTED]";
 /// Literals shorter than this are not searched for inside other strings.
 pub const MIN_LITERAL_LEN: usize = 6;
 
@@ -100,6 +106,8 @@ pub struct Redactor {
     /// Host paths and their placeholders, longest path first.
     host_paths: Vec<(String, &'static str)>,
     job_ids: Vec<String>,
+    /// JSON pointers whose values are replaced (a role's `redact`).
+    pointers: Vec<String>,
 }
 
 impl Redactor {
@@ -190,9 +198,21 @@ impl Redactor {
         self
     }
 
+    /// Adds JSON pointers whose values become `[REDACTED]` (a role's `redact`).
+    #[must_use]
+    pub fn with_pointers(mut self, pointers: &[String]) -> Self {
+        for p in pointers {
+            if !self.pointers.contains(p) {
+                self.pointers.push(p.clone());
+            }
+        }
+        self
+    }
+
     /// A normalized copy of `value` (see the module docs for the rules and their order).
     pub fn redact(&self, value: &Value) -> Value {
         let mut v = value.clone();
+        redact_pointers(&mut v, &self.pointers);
         redact_sandbox(&mut v, &self.sandbox_roots);
         redact_host_paths(&mut v, &self.host_paths);
         redact_durations(&mut v);
@@ -220,6 +240,16 @@ impl Redactor {
         replace_roots(&mut s, &self.sandbox_roots);
         replace_host_paths(&mut s, &self.host_paths);
         s
+    }
+}
+
+/// Rule 8: the value at each of these JSON pointers becomes `[REDACTED]`, where there is one
+/// (applied first, so that what it replaces is not half-redacted by another rule).
+pub fn redact_pointers(value: &mut Value, pointers: &[String]) {
+    for p in pointers {
+        if let Some(v) = value.pointer_mut(p) {
+            *v = Value::String(REDACTED.to_owned());
+        }
     }
 }
 
@@ -655,6 +685,13 @@ fn replace_with(
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn the_profile_s_pointers_are_redacted_where_the_response_has_them() {
+        let redactor = Redactor::new().with_pointers(&["/data/slept_ms".into(), "/data/no".into()]);
+        let v = redactor.redact(&json!({"data": {"slept_ms": 2004, "rows": 3}}));
+        assert_eq!(v, json!({"data": {"slept_ms": REDACTED, "rows": 3}}));
+    }
 
     #[test]
     fn rfc3339_forms() {

@@ -43,6 +43,9 @@ pub enum Declaration {
     Detach,
     /// `interruption` with `detach: true, resume: false`.
     DetachOnly,
+    /// `interruption` with `detach: true, resume: true`: a detached job that also resumes
+    /// from its checkpoints (REQ-F-081's "with `resume: true` too").
+    DetachResume,
     /// `interruption` with `resume: true, detach: false`, on a command that does not write.
     ResumeReader,
     /// `interruption` with `resume: true, detach: false`, on a command that writes.
@@ -66,6 +69,7 @@ impl Declaration {
             Declaration::Interruption => "`interruption`",
             Declaration::Detach => "`interruption` with `detach: true`",
             Declaration::DetachOnly => "`interruption` with `detach: true, resume: false`",
+            Declaration::DetachResume => "`interruption` with `detach: true, resume: true`",
             Declaration::ResumeReader => {
                 "`interruption` with `resume: true, detach: false` on a read-only command"
             }
@@ -88,7 +92,9 @@ pub fn role_declaration(role: &str) -> Option<Declaration> {
         "detach_only" => Some(Declaration::DetachOnly),
         "resume_reader" => Some(Declaration::ResumeReader),
         "resume_writer" => Some(Declaration::ResumeWriter),
-        "stalling" => Some(Declaration::Interruption),
+        // The idle watchdog is the background job's (REQ-F-081, REQ-C-034): a resume-only
+        // command runs in its caller and has none.
+        "stalling" => Some(Declaration::Detach),
         "async" => Some(Declaration::Async),
         "idempotent_writer" => Some(Declaration::IdempotencyKey),
         // Its failure is seen through `job wait`, so its work must be able to detach.
@@ -166,6 +172,12 @@ pub struct Scenario {
     /// theirs ([`Scenario::declarations`]).
     #[serde(default)]
     pub applies_to: Option<Declaration>,
+    /// A declaration the primary role's command must make beyond the role's own (a `detach`
+    /// role whose command also declares `resume: true`): with no command declaring it the
+    /// scenario is not applicable, and a role whose command lacks it is skipped saying which
+    /// commands have it.
+    #[serde(default)]
+    pub role_declares: Option<Declaration>,
     /// What to do, in order.
     pub steps: Vec<Step>,
 }
@@ -280,6 +292,13 @@ pub struct RunStep {
     /// for what the criterion itself asserts.
     #[serde(default)]
     pub premise: Option<Expect>,
+    /// What this step's response must show for the criterion to apply to the tool at all,
+    /// where the spec lets the tool choose otherwise (a job id derived from the invocation,
+    /// where the criterion needs a new one): checked after the call's hold and before the
+    /// `premise`; when it does not hold, the scenario stops and is skipped as not applicable
+    /// to the tool's choice, which is no gap of the profile and keeps no claim from a verdict.
+    #[serde(default)]
+    pub applies_when: Option<Expect>,
     /// What must hold.
     #[serde(default)]
     pub expect: Expect,
@@ -673,6 +692,9 @@ pub struct PointerCheck {
     /// The value must be a number below this one (a number, or a template giving one).
     #[serde(default)]
     pub less_than: Option<serde_json::Value>,
+    /// The value must be a number at most this one (a number, or a template giving one).
+    #[serde(default)]
+    pub at_most: Option<serde_json::Value>,
     /// The value must be a number at least this one (a number, or a template giving one).
     #[serde(default)]
     pub at_least: Option<serde_json::Value>,
@@ -689,10 +711,15 @@ impl PointerCheck {
     /// The numeric comparisons of the check, each with its key, its bound, and whether the
     /// ordering of a value against the bound passes.
     pub fn comparisons(&self) -> Vec<Comparison<'_>> {
-        let holds: [fn(std::cmp::Ordering) -> bool; 3] =
-            [std::cmp::Ordering::is_lt, std::cmp::Ordering::is_ge, std::cmp::Ordering::is_gt];
+        let holds: [fn(std::cmp::Ordering) -> bool; 4] = [
+            std::cmp::Ordering::is_lt,
+            std::cmp::Ordering::is_le,
+            std::cmp::Ordering::is_ge,
+            std::cmp::Ordering::is_gt,
+        ];
         let all = [
             ("less_than", &self.less_than),
+            ("at_most", &self.at_most),
             ("at_least", &self.at_least),
             ("greater_than", &self.greater_than),
         ];
@@ -800,6 +827,17 @@ pub struct Expect {
     /// checks, as the spec kit does.
     #[serde(default)]
     pub exit_matches_meta: Option<bool>,
+    /// The process exited by itself with a code an agent may meet: REQ-F-001's table (0 to
+    /// 14), a signal handler's 130 or 143, or a command-specific code (79 to 125) that the
+    /// invoked command's effective exit-code table declares (REQ-C-001).
+    #[serde(default)]
+    pub exit_in_table: Option<bool>,
+    /// The response ends as the role's calibrated one in what a run's measured values cannot
+    /// change: the same exit, `ok`, `error.code`, and a `data` of the same shape (the same
+    /// keys, the same JSON types, arrays of the same length, all the way down), while values
+    /// may differ (a slept time, a timestamp).
+    #[serde(default)]
+    pub ends_as_calibrated: Option<bool>,
     /// stdout is one valid response envelope, with the allowance named (see [`EnvelopeRule`]).
     #[serde(default)]
     pub envelope: Option<EnvelopeRule>,
@@ -852,7 +890,8 @@ impl Expect {
         let mut out = Vec::new();
         for p in &self.json {
             out.extend(p.matches.as_deref());
-            let values = [&p.equals, &p.not_equals, &p.less_than, &p.at_least, &p.greater_than];
+            let values =
+                [&p.equals, &p.not_equals, &p.less_than, &p.at_most, &p.at_least, &p.greater_than];
             for value in values.into_iter().flatten() {
                 if let serde_json::Value::String(s) = value {
                     out.push(s.as_str());
@@ -923,6 +962,9 @@ impl Step {
                 }
                 out.extend(s.expect.durations());
                 out.extend(s.expect.templates());
+                if let Some(a) = &s.applies_when {
+                    out.extend(a.templates());
+                }
             }
             Self::Continue(s) | Self::Cancel(s) => {
                 out.extend(s.env.values().map(String::as_str));
@@ -1000,7 +1042,8 @@ impl Scenario {
     /// then each role's, each once.
     pub fn declarations(&self) -> Vec<Declaration> {
         let mut all: Vec<Declaration> = self.applies_to.into_iter().collect();
-        for d in self.roles.iter().filter_map(|r| role_declaration(r)) {
+        let roles = self.roles.iter().filter_map(|r| role_declaration(r));
+        for d in roles.chain(self.role_declares) {
             if !all.contains(&d) {
                 all.push(d);
             }
@@ -1016,7 +1059,9 @@ impl Scenario {
                 template_vars(t)
                     .iter()
                     .any(|v| matches!(v, Var::Calibration(name) if ![CONSTANT_SLACK, STARTUP, IDLE_TIMEOUT].contains(&name.as_str())))
-            }) || s.expect().is_some_and(|e| e.matches_calibrated == Some(true))
+            }) || s.expect().is_some_and(|e| {
+                e.matches_calibrated == Some(true) || e.ends_as_calibrated == Some(true)
+            })
                 || matches!(s, Step::Verify(_))
         })
     }
@@ -1215,6 +1260,17 @@ pub fn parse_duration_literal(text: &str) -> Option<Duration> {
     } else {
         (text, 1)
     };
+    // Seconds may carry a decimal fraction (`0.75s`), as `[tool] budget_format = "seconds"`
+    // writes them.
+    if unit_ms == 1000
+        && let Some((whole, fraction)) = digits.split_once('.')
+        && !whole.is_empty()
+        && (1..=3).contains(&fraction.len())
+        && whole.bytes().chain(fraction.bytes()).all(|b| b.is_ascii_digit())
+    {
+        let ms = format!("{fraction:0<3}").parse::<u64>().ok()?;
+        return Some(Duration::from_millis(whole.parse::<u64>().ok()?.checked_mul(1000)? + ms));
+    }
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
@@ -1486,7 +1542,7 @@ fn validate(s: &Scenario) -> Result<(), String> {
             for p in &e.json {
                 if p.is_empty() {
                     return Err(format!(
-                        "step `{name}`: the check of `{}` says neither equals, not_equals, matches, present, less_than, at_least nor greater_than",
+                        "step `{name}`: the check of `{}` says neither equals, not_equals, matches, present, less_than, at_most, at_least nor greater_than",
                         p.pointer
                     ));
                 }
@@ -1511,8 +1567,14 @@ fn validate(s: &Scenario) -> Result<(), String> {
                     regex::Regex::new(m).map_err(|e| format!("step `{name}`: bad regex: {e}"))?;
                 }
             }
-            if e.matches_calibrated == Some(true) && s.primary_role().is_none() {
-                return Err(format!("step `{name}`: `matches_calibrated` needs a role in `roles`"));
+            let calibrated = [
+                ("matches_calibrated", e.matches_calibrated),
+                ("ends_as_calibrated", e.ends_as_calibrated),
+            ];
+            if let Some((key, _)) = calibrated.iter().find(|(_, on)| *on == Some(true))
+                && s.primary_role().is_none()
+            {
+                return Err(format!("step `{name}`: `{key}` needs a role in `roles`"));
             }
         }
         if seen.insert(name, step).is_some() {

@@ -137,7 +137,7 @@ fn classify(piece: &[u8]) -> (Result<LineKind, String>, Option<Value>) {
     if text.trim().is_empty() {
         return (Err("a blank line".into()), None);
     }
-    let value: Value = match serde_json::from_str(text) {
+    let value: Value = match schemas::parse_json(text) {
         Ok(v) => v,
         Err(e) => return (Err(format!("not JSON ({e}): {}", excerpt(text))), None),
     };

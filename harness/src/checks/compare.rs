@@ -22,21 +22,23 @@ pub(super) fn same_response_as(
     ctx: &Context<'_>,
 ) -> Vec<Finding> {
     let Some(other) = &expect.same_response_as else { return Vec::new() };
-    same_response(obs, response, other, ctx.last_of(other)).into_iter().collect()
+    same_response(obs, response, other, ctx.last_of(other), ctx.redact).into_iter().collect()
 }
 
-/// `same_response_as`: after redaction, `response` (of `obs`) equals the response of `theirs`,
-/// an observation of step `other`.
+/// `same_response_as`: after redaction (the role's own `redact` pointers included),
+/// `response` (of `obs`) equals the response of `theirs`, an observation of step `other`.
 pub fn same_response(
     obs: &Observation,
     response: &Value,
     other: &str,
     theirs: Option<&Observation>,
+    redact: &[String],
 ) -> Option<Finding> {
     match theirs.map(|o| (o.response(), &o.sandbox_root)) {
         Some((Some(theirs), root)) => {
-            let want = core(&Redactor::new().with_sandbox_root(root).redact(theirs));
-            let got = core(&Redactor::new().with_sandbox_root(&obs.sandbox_root).redact(response));
+            let redactor = || Redactor::new().with_pointers(redact);
+            let want = core(&redactor().with_sandbox_root(root).redact(theirs));
+            let got = core(&redactor().with_sandbox_root(&obs.sandbox_root).redact(response));
             (want != got).then(|| {
                 Finding::new(
                     FindingKind::SameResponse,
@@ -68,8 +70,9 @@ pub(super) fn matches_calibrated(
     }
     match &ctx.calibrated {
         Ok((calibrated, root)) => {
-            let want = core(&Redactor::new().with_sandbox_root(root).redact(calibrated));
-            let got = core(&Redactor::new().with_sandbox_root(&obs.sandbox_root).redact(response));
+            let redactor = || Redactor::new().with_pointers(ctx.redact);
+            let want = core(&redactor().with_sandbox_root(root).redact(calibrated));
+            let got = core(&redactor().with_sandbox_root(&obs.sandbox_root).redact(response));
             if want == got {
                 let calibrated_exit = want["exit_code"].as_i64().unwrap_or(0);
                 return match obs.exit_code() {
@@ -94,6 +97,63 @@ pub(super) fn matches_calibrated(
             ]
         }
         Err(e) => vec![Finding::new(FindingKind::CalibratedEquality, e.clone())],
+    }
+}
+
+/// `ends_as_calibrated`: the response ends as the role's `--budget 0` one in what measured
+/// values cannot change: the process exits with the calibrated exit, `ok` and `error.code`
+/// are the calibrated ones, and `data` has the calibrated shape ([`shape_of`]: keys, JSON
+/// types and array lengths, all the way down), whatever values it holds. For a criterion
+/// about how the work ends (it ran to its end, it did not hand off), not what it computed:
+/// a command's data may carry what it measured (a slept time, a rate), CONTRACT §9.
+pub(super) fn ends_as_calibrated(
+    expect: &Expect,
+    obs: &Observation,
+    response: &Value,
+    ctx: &Context<'_>,
+) -> Vec<Finding> {
+    if expect.ends_as_calibrated != Some(true) {
+        return Vec::new();
+    }
+    let (calibrated, _) = match &ctx.calibrated {
+        Ok(c) => *c,
+        Err(e) => return vec![Finding::new(FindingKind::CalibratedEquality, e.clone())],
+    };
+    let ending = |r: &Value, exit: Option<i64>| {
+        serde_json::json!({
+            "exit_code": exit,
+            "ok": r.get("ok"),
+            "error.code": r.pointer("/error/code"),
+            "data": shape_of(r.get("data").unwrap_or(&Value::Null)),
+        })
+    };
+    let want = ending(calibrated, calibrated.pointer("/meta/exit_code").and_then(Value::as_i64));
+    let got = ending(response, obs.exit_code().map(i64::from));
+    if want == got {
+        return Vec::new();
+    }
+    vec![
+        Finding::new(
+            FindingKind::CalibratedEquality,
+            "the response does not end as the one the work gives with --budget 0 (exit, ok, error.code, or the shape of data)",
+        )
+        .expected(pretty(&want))
+        .actual(pretty(&got)),
+    ]
+}
+
+/// The shape of a JSON value: the same value with every string, number and boolean replaced
+/// by its type's name, keys and array lengths kept.
+pub fn shape_of(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            Value::Object(map.iter().map(|(k, v)| (k.clone(), shape_of(v))).collect())
+        }
+        Value::Array(items) => Value::Array(items.iter().map(shape_of).collect()),
+        Value::String(_) => Value::String("<string>".into()),
+        Value::Number(_) => Value::String("<number>".into()),
+        Value::Bool(_) => Value::String("<boolean>".into()),
+        Value::Null => Value::Null,
     }
 }
 

@@ -46,6 +46,55 @@ pub(super) fn exit_not(expect: &Expect, obs: &Observation, _ctx: &Context<'_>) -
     }
 }
 
+/// The framework's table (REQ-F-001): 0 to 13, and 14 INCOMPLETE, which REQ-F-001 adds.
+pub const STANDARD_EXITS: std::ops::RangeInclusive<i32> = 0..=14;
+/// Command-specific codes, each declared by its command (REQ-F-001's reserved range, REQ-C-001).
+pub const COMMAND_SPECIFIC_EXITS: std::ops::RangeInclusive<i32> = 79..=125;
+/// What a framework's signal handlers exit with: 128 + SIGINT, 128 + SIGTERM (REQ-F-001 lets
+/// only them emit 128 + N; REQ-F-013, REQ-F-069). The spec's kit accepts exactly these two.
+pub const SIGNAL_EXITS: [i32; 2] = [130, 143];
+
+/// `exit_in_table`: the process exited by itself with a code an agent may meet: the standard
+/// table's, a signal handler's 130 or 143, or a command-specific code (79 to 125) that the
+/// invoked command's effective exit-code table declares. The kit accepts 0 to 13, 79 to 125,
+/// 130 and 143; conform accepts 14 with the newer REQ-F-001, and a command-specific code only
+/// where it is declared, which is stricter.
+pub(super) fn exit_in_table(expect: &Expect, obs: &Observation, ctx: &Context<'_>) -> Vec<Finding> {
+    if expect.exit_in_table != Some(true) {
+        return Vec::new();
+    }
+    let ended = obs.record.ended.to_string();
+    let Some(code) = obs.exit_code() else {
+        return vec![
+            Finding::new(
+                FindingKind::ExitCode,
+                format!("the process did not exit by itself ({ended})"),
+            )
+            .expected("an exit code of the table")
+            .actual(ended),
+        ];
+    };
+    let declared = ctx.declared_exits.is_some_and(|codes| codes.contains(&code));
+    let legal = STANDARD_EXITS.contains(&code)
+        || SIGNAL_EXITS.contains(&code)
+        || (COMMAND_SPECIFIC_EXITS.contains(&code) && declared);
+    if legal {
+        return Vec::new();
+    }
+    let why = if COMMAND_SPECIFIC_EXITS.contains(&code) {
+        "a command-specific code the command does not declare in its exit_codes (nor the root table)"
+    } else {
+        "outside the table"
+    };
+    vec![
+        Finding::new(FindingKind::ExitCode, format!("exit {code} is {why}"))
+            .expected(
+                "0 to 14, 130 or 143, or a command-specific code (79 to 125) the command declares",
+            )
+            .actual(ended),
+    ]
+}
+
 /// Always on: a step that outlived its limit was killed, whatever it expects.
 pub(super) fn timeout(_expect: &Expect, obs: &Observation, _ctx: &Context<'_>) -> Vec<Finding> {
     if obs.outcome.termination != Termination::TimedOut {

@@ -26,9 +26,9 @@ pub(super) fn schema(
             Ok(v) => findings.push(
                 Finding::new(
                     FindingKind::Schema,
-                    format!("the response does not validate against {}", name.file()),
+                    format!("the response does not validate against {}", name.label()),
                 )
-                .expected(format!("a valid {}", name.file()))
+                .expected(format!("a valid {}", name.label()))
                 .actual(v.join("\n")),
             ),
             Err(e) => findings.push(Finding::new(FindingKind::Schema, e.to_string())),

@@ -13,7 +13,7 @@ use crate::observe::Observation;
 use crate::outcome::FindingKind;
 use crate::outcome::{Finding, compact};
 use crate::scenario::{Expect, ManifestRule};
-use crate::schemas::unwrap_manifest;
+use crate::schemas::{effective_entry, unwrap_manifest};
 
 /// `manifest_rules`: every listed rule, in the order listed.
 pub(super) fn manifest_rules(
@@ -126,26 +126,23 @@ pub fn check_rule(rule: ManifestRule, response: &Value) -> Vec<Finding> {
             }
             ManifestRule::IncompleteEntry => {
                 if let Some(i) = interruption
-                    && entry.get("exit_codes").and_then(|c| c.get("14")).is_none()
+                    && effective_entry(manifest, entry, "14").is_none()
                 {
                     fail(
                         "declare interruption but no exit code \"14\"",
                         format!("declares interruption {} but no exit code \"14\"", compact(i)),
-                        "an exit_codes entry \"14\" (INCOMPLETE)",
+                        "an exit_codes entry \"14\" (INCOMPLETE), its own or the root table's",
                         format!(
-                            "exit_codes keys: {}",
-                            entry
-                                .get("exit_codes")
-                                .and_then(Value::as_object)
-                                .map(|c| c.keys().cloned().collect::<Vec<_>>().join(", "))
-                                .unwrap_or_else(|| "none".into())
+                            "exit_codes keys: {}; root exit_codes keys: {}",
+                            keys(entry.get("exit_codes")),
+                            keys(manifest.get("exit_codes"))
                         ),
                     );
                 }
             }
             ManifestRule::IncompleteEntryShape => {
                 if interruption.is_some()
-                    && let Some(e14) = entry.get("exit_codes").and_then(|c| c.get("14"))
+                    && let Some(e14) = effective_entry(manifest, entry, "14")
                 {
                     let retryable = e14.get("retryable").and_then(Value::as_bool);
                     let side = e14.get("side_effects").and_then(Value::as_str);
@@ -224,4 +221,12 @@ pub fn check_rule(rule: ManifestRule, response: &Value) -> Vec<Finding> {
         }
     }
     findings_of(violations)
+}
+
+/// The keys of an exit-code table, for a finding (`none` without one).
+fn keys(table: Option<&Value>) -> String {
+    match table.and_then(Value::as_object) {
+        Some(t) if !t.is_empty() => t.keys().cloned().collect::<Vec<_>>().join(", "),
+        _ => "none".into(),
+    }
 }

@@ -57,6 +57,12 @@ pub struct Context<'a> {
     pub programs: &'a BTreeMap<(Naming, String), Option<PathBuf>>,
     /// Whether the observation ran the manifest command (the profile's manifest arguments).
     pub manifest_command: bool,
+    /// JSON pointers the role names in its `redact`: values the tool measures anew on every
+    /// run, replaced before a response is compared with another.
+    pub redact: &'a [String],
+    /// The codes of the effective exit-code table of the command the observation invoked,
+    /// when it invoked one of the manifest (for `exit_in_table`).
+    pub declared_exits: Option<&'a std::collections::BTreeSet<i32>>,
 }
 
 impl Context<'_> {
@@ -121,6 +127,10 @@ pub struct Resolved {
     pub programs: BTreeMap<(Naming, String), Option<PathBuf>>,
     /// See [`Context::manifest_command`].
     pub manifest_command: bool,
+    /// See [`Context::redact`].
+    pub redact: Vec<String>,
+    /// See [`Context::declared_exits`].
+    pub declared_exits: Option<std::collections::BTreeSet<i32>>,
 }
 
 impl Resolved {
@@ -183,6 +193,8 @@ impl Resolved {
             words: &self.words,
             programs: &self.programs,
             manifest_command: self.manifest_command,
+            redact: &self.redact,
+            declared_exits: self.declared_exits.as_ref(),
         }
     }
 }
@@ -201,6 +213,9 @@ pub struct StepFacts {
     /// The commands the step's responses may answer for, with their declared INCOMPLETE
     /// entries ([`declared_entries`]), for `retryable_as_declared`.
     pub incomplete_entries: Vec<DeclaredEntry>,
+    /// The ranks, among the step's observations, of the responses `job wait` or `job status`
+    /// gave (the job runtime relaying a job's stored ending), for `budget_recorded`.
+    pub relayed: std::collections::BTreeSet<usize>,
 }
 
 /// What a check looks at, and its function.
@@ -247,6 +262,12 @@ pub const CHECKS: &[Check] = &[
         active: |_| true,
         needs_response: false,
         judge: Judge::Observation(exit::timeout),
+    },
+    Check {
+        key: Some("exit_in_table"),
+        active: |e| e.exit_in_table == Some(true),
+        needs_response: false,
+        judge: Judge::Observation(exit::exit_in_table),
     },
     Check {
         key: Some("exit_matches_meta"),
@@ -328,6 +349,12 @@ pub const CHECKS: &[Check] = &[
         active: |e| e.matches_calibrated == Some(true),
         needs_response: true,
         judge: Judge::Response(compare::matches_calibrated),
+    },
+    Check {
+        key: Some("ends_as_calibrated"),
+        active: |e| e.ends_as_calibrated == Some(true),
+        needs_response: true,
+        judge: Judge::Response(compare::ends_as_calibrated),
     },
     Check {
         key: Some("same_response_as"),

@@ -59,17 +59,35 @@ pub fn declared_entries(
 /// `budget_recorded`: every response of the step has `meta.budget_ms`, a whole number of
 /// milliseconds (0 when the budget is off). An observation without a response is the response
 /// checks' to report.
+///
+/// One exception, where the spec contradicts itself: an ending that `job wait` or `job status`
+/// relays ([`StepFacts::relayed`], any exit but INCOMPLETE: the job's stored final response,
+/// JOB_LOST, STALLED, a cancelled job's ending) may leave the field out. REQ-F-080 asks for it
+/// on every response of an interruptible command, but REQ-F-081's own examples of a stored
+/// final response and of JOB_LOST carry none, and the envelope schema has it absent where no
+/// budget applies (CONTRACT §9). When such a response has it, it is a whole number still. The
+/// command's own responses, and every INCOMPLETE (REQ-F-082 lists `meta.budget_ms` among what
+/// it carries), keep it.
 pub(super) fn budget_recorded(
     _expect: &Expect,
     observations: &[&Observation],
-    _facts: &StepFacts,
+    facts: &StepFacts,
 ) -> Vec<Finding> {
-    let with_response: Vec<(&Observation, &Value)> =
-        observations.iter().filter_map(|o| o.response().map(|r| (*o, r))).collect();
+    let with_response: Vec<(usize, &Observation, &Value)> = observations
+        .iter()
+        .enumerate()
+        .filter_map(|(rank, o)| o.response().map(|r| (rank, *o, r)))
+        .collect();
+    let may_omit = |rank: usize, o: &Observation| {
+        facts.relayed.contains(&rank) && o.exit_code() != Some(INCOMPLETE)
+    };
     let lacking: Vec<String> = with_response
         .iter()
-        .filter(|(_, r)| r.pointer("/meta/budget_ms").and_then(Value::as_u64).is_none())
-        .map(|(o, r)| {
+        .filter(|(rank, o, r)| match r.pointer("/meta/budget_ms") {
+            None => !may_omit(*rank, o),
+            Some(value) => value.as_u64().is_none(),
+        })
+        .map(|(_, o, r)| {
             let value = r.pointer("/meta/budget_ms").map_or("absent".into(), Value::to_string);
             format!("{} (exit {}): meta.budget_ms {value}", o.record.name, exit_word(o))
         })

@@ -275,6 +275,7 @@ fn the_checks_that_need_a_response_are_those_that_always_did() {
         "manifest_rules",
         "budget_recorded",
         "retryable_as_declared",
+        "ends_as_calibrated",
     ];
     assert_eq!(needing, before.into_iter().collect());
     for c in CHECKS {
@@ -584,6 +585,29 @@ fn schema_validates_the_response_against_each_schema_named() {
     assert!(f.actual.unwrap().contains("at `/`"));
 }
 
+/// `job status` of an async command's running job answers REQ-F-082's INCOMPLETE response
+/// (REQ-C-022), but no budget applies to that job: `incomplete-job` does not ask for
+/// `meta.budget_ms`, `incomplete` does; a budget that is there is a whole number in both.
+#[test]
+fn incomplete_job_leaves_the_budget_out_of_the_incomplete_schema() {
+    let running = |meta: Value| {
+        responding(json!({ "ok": false, "warnings": [], "meta": meta,
+            "error": { "code": "INCOMPLETE", "message": "running", "retryable": true },
+            "data": { "state": "running", "job_id": "j1", "progress": { "done": 3 },
+                      "continue_command": "tool job wait j1", "cancel_command": "tool job cancel j1" } }))
+    };
+    let bare = running(json!({ "exit_code": 14, "duration_ms": 5 }));
+    assert!(judge(&expect(json!({ "schema": "incomplete-job" })), &bare).is_empty());
+    let f = only(judge(&expect(json!({ "schema": "incomplete" })), &bare));
+    assert!(f.actual.unwrap().contains("budget_ms"));
+    let text = running(json!({ "exit_code": 14, "duration_ms": 5, "budget_ms": "30s" }));
+    let f = only(judge(&expect(json!({ "schema": "incomplete-job" })), &text));
+    assert_eq!(
+        f.message,
+        "the response does not validate against incomplete-response.json (meta.budget_ms optional)"
+    );
+}
+
 /// A valid error envelope saying `code` in `meta.exit_code`.
 fn error_envelope(code: i64) -> Value {
     json!({ "ok": false, "data": null, "warnings": [],
@@ -785,7 +809,7 @@ fn entries(list: &[(&str, Option<bool>)]) -> StepFacts {
         .iter()
         .map(|(c, r)| DeclaredEntry { command: (*c).to_owned(), retryable: *r })
         .collect();
-    StepFacts { incomplete_entries }
+    StepFacts { incomplete_entries, ..StepFacts::default() }
 }
 
 #[test]
@@ -812,6 +836,30 @@ fn budget_recorded_judges_every_hop_in_one_finding() {
     // No response is the response checks' to report, once.
     assert!(check_all(&e, "wait", &[&exited(1, "")], &none).is_empty());
     assert_eq!(names(&judge(&e, &exited(1, ""))), ["stdout-not-json"]);
+}
+
+/// REQ-F-080 asks for `meta.budget_ms` on every response of an interruptible command, but
+/// REQ-F-081's own examples of a relayed final response and of JOB_LOST carry none (CONTRACT
+/// §9): an ending that `job wait` relays may leave it out; its INCOMPLETE answers, and the
+/// command's own responses, may not.
+#[test]
+fn budget_recorded_lets_a_relayed_ending_leave_the_budget_out() {
+    let e = expect(json!({ "budget_recorded": true }));
+    let waits = StepFacts { relayed: [0, 1].into_iter().collect(), ..StepFacts::default() };
+    let hop_14 = hop("wait#1", 14, Some(json!(700)), Some(true));
+    let relayed_end = hop("wait#2", 0, None, None);
+    let lost = hop("wait#2", 1, None, None);
+    assert!(check_all(&e, "wait", &[&hop_14, &relayed_end], &waits).is_empty());
+    assert!(check_all(&e, "wait", &[&hop_14, &lost], &waits).is_empty());
+    // Kept, it is a whole number still.
+    let text = hop("wait#2", 1, Some(json!("700")), None);
+    assert_eq!(names(&check_all(&e, "wait", &[&hop_14, &text], &waits)), ["budget-meta"]);
+    // An INCOMPLETE that job wait gives carries it (REQ-F-082).
+    let bare_14 = hop("wait#1", 14, None, Some(true));
+    assert_eq!(names(&check_all(&e, "wait", &[&bare_14, &relayed_end], &waits)), ["budget-meta"]);
+    // The command's own ending keeps it: the same responses, not relayed.
+    let own = StepFacts::default();
+    assert_eq!(names(&check_all(&e, "call", &[&hop_14, &lost], &own)), ["budget-meta"]);
 }
 
 #[test]
@@ -912,6 +960,72 @@ fn matches_calibrated_compares_ok_data_error_and_exit_code() {
     assert_eq!(f.actual.as_deref(), Some("exit 1"));
     let f = only(judge(&e, &responding(envelope(json!({})))));
     assert_eq!(f.message, "the scenario has no calibrated role");
+}
+
+/// A command's data may carry what it measured (a slept time): the role names it in its
+/// `redact`, and the rest is compared.
+#[test]
+fn matches_calibrated_leaves_out_what_the_role_redacts() {
+    let e = expect(json!({ "matches_calibrated": true }));
+    let world = World::default()
+        .calibrated(envelope(json!({ "rows": 3, "slept_ms": 2004 })), "/tmp/calibration");
+    let measured = responding(envelope(json!({ "rows": 3, "slept_ms": 1997 })));
+    assert_eq!(names(&world.judge(&e, &measured)), ["calibrated-equality"]);
+    let mut resolved = Resolved::new(&e, &measured, text, duration, split, no_program);
+    resolved.redact = vec!["/data/slept_ms".to_owned()];
+    assert!(world.judge_with(&e, &measured, &resolved).is_empty());
+    let wrong = responding(envelope(json!({ "rows": 2, "slept_ms": 1997 })));
+    assert_eq!(names(&world.judge_with(&e, &wrong, &resolved)), ["calibrated-equality"]);
+}
+
+/// `ends_as_calibrated` compares how the work ended, not what it computed: exit, `ok`,
+/// `error.code`, and the shape of `data`.
+#[test]
+fn ends_as_calibrated_compares_the_ending_and_the_shape_of_data() {
+    let e = expect(json!({ "ends_as_calibrated": true }));
+    let world = World::default().calibrated(
+        envelope(json!({ "file": "w.txt", "slept_ms": 2004, "parts": [1, 2] })),
+        "/tmp/calibration",
+    );
+    let measured = envelope(json!({ "file": "w.txt", "slept_ms": 1890, "parts": [3, 4] }));
+    assert!(world.judge(&e, &responding(measured.clone())).is_empty());
+    // Another shape: a key missing, a type changed, an array of another length.
+    for data in [
+        json!({ "file": "w.txt", "parts": [1, 2] }),
+        json!({ "file": "w.txt", "slept_ms": "2004", "parts": [1, 2] }),
+        json!({ "file": "w.txt", "slept_ms": 2004, "parts": [1] }),
+    ] {
+        let f = only(world.judge(&e, &responding(envelope(data))));
+        assert_eq!(f.check, "calibrated-equality");
+    }
+    // The same data under another exit, or a hand-off instead of the ending.
+    assert_eq!(names(&world.judge(&e, &exited(1, &measured.to_string()))), ["calibrated-equality"]);
+    let handoff = json!({ "ok": false, "data": { "state": "running" }, "warnings": [],
+        "error": { "code": "INCOMPLETE", "message": "m", "retryable": true },
+        "meta": { "exit_code": 14, "duration_ms": 5, "budget_ms": 700 } });
+    assert_eq!(names(&world.judge(&e, &responding(handoff))), ["calibrated-equality"]);
+}
+
+/// REQ-F-001's table, the kit's signal exits, and a command-specific code only where its
+/// command declares it (the kit takes any code of 79 to 125; conform is stricter).
+#[test]
+fn exit_in_table_takes_the_table_signals_and_declared_codes() {
+    let e = expect(json!({ "exit_in_table": true }));
+    for code in [0, 2, 13, 14, 130, 143] {
+        assert!(judge(&e, &exited(code, "{}")).is_empty(), "exit {code}");
+    }
+    for code in [15, 64, 78, 126, 127, 141, 255] {
+        let f = only(judge(&e, &exited(code, "{}")));
+        assert_eq!(f.message, format!("exit {code} is outside the table"));
+    }
+    let undeclared = only(judge(&e, &exited(80, "{}")));
+    assert!(undeclared.message.contains("does not declare"), "{}", undeclared.message);
+    let obs = exited(80, "{}");
+    let mut resolved = Resolved::new(&e, &obs, text, duration, split, no_program);
+    resolved.declared_exits = Some([0, 80].into_iter().collect());
+    assert!(World::default().judge_with(&e, &obs, &resolved).is_empty());
+    let killed = Parts { termination: Termination::TimedOut, ..Parts::default() }.build();
+    assert_eq!(names(&judge(&e, &killed)), ["timeout", "exit-code"]);
 }
 
 #[test]
@@ -1104,6 +1218,43 @@ fn manifest_rules_judge_the_manifest_in_the_response() {
     );
     let f = only(judge(&e, &responding(json!({ "name": "tool" }))));
     assert_eq!(f.message, "the manifest has no `commands` object");
+}
+
+/// The manifest schema lets a command inherit its exit codes from the root `exit_codes`
+/// table (a command lists only codes absent from it or differing from it): an INCOMPLETE
+/// entry there counts for every interruptible command that lists none of its own, and the
+/// command's own one, when it has one, is the one judged.
+#[test]
+fn manifest_rules_read_the_effective_exit_code_table() {
+    let entry = |retryable: bool, side: &str| json!({ "description": "d", "retryable": retryable, "side_effects": side });
+    let manifest = |root: Value, own: Value| {
+        responding(json!({ "exit_codes": root, "commands": {
+            "analyze": { "danger_level": "safe", "exit_codes": own,
+                         "interruption": { "detach": true, "resume": true } },
+            "import": { "danger_level": "mutating", "exit_codes": { "14": entry(false, "partial") },
+                        "interruption": { "detach": false, "resume": true } },
+        } }))
+    };
+    let e = expect(json!({ "manifest_rules": ["incomplete-entry", "incomplete-entry-shape"] }));
+    let inherited = manifest(json!({ "14": entry(true, "none") }), json!({}));
+    assert!(judge(&e, &inherited).is_empty(), "{:#?}", judge(&e, &inherited));
+    // Neither table has it.
+    let f = only(judge(&e, &manifest(json!({ "0": entry(false, "complete") }), json!({}))));
+    assert!(f.message.starts_with("command `analyze`: declares interruption"), "{}", f.message);
+    assert_eq!(f.actual.as_deref(), Some("exit_codes keys: none; root exit_codes keys: 0"));
+    // The command's own entry overrides the root's, and is the one whose shape is judged.
+    let wrong =
+        manifest(json!({ "14": entry(true, "none") }), json!({ "14": entry(false, "partial") }));
+    let f = only(judge(&e, &wrong));
+    assert_eq!(
+        f.message,
+        "command `analyze`: the \"14\" entry of a safe command has the wrong shape"
+    );
+    // What conform learns of the commands reads the same table.
+    let commands = crate::discover::Commands::from_manifest(&inherited.json.clone().unwrap());
+    let analyze = &commands.by_path["analyze"];
+    assert_eq!(analyze.incomplete_retryable, Some(true));
+    assert!(analyze.exit_codes.contains(&14));
 }
 
 // ---- continues_verbatim: the choices the spec leaves open (issue 15) ----

@@ -320,7 +320,7 @@ pub(crate) fn kit_line(checks: &[KitCheckVerdict]) -> Option<String> {
             parts.push(format!("{word}: {}", ids.join(", ")));
         }
     }
-    Some(parts.join("; "))
+    Some(format!("{} ({})", parts.join("; "), crate::levels::KIT_DIFFERENCE))
 }
 
 /// How many failed scenarios a failing claim names (the JSON report has them all).

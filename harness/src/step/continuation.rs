@@ -4,7 +4,7 @@
 use std::ffi::OsString;
 use std::time::{Duration, Instant};
 
-use super::{DEFAULT_MAX_HOPS, INCOMPLETE, Premise, ScenarioState};
+use super::{Conditions, DEFAULT_MAX_HOPS, INCOMPLETE, Premise, ScenarioState};
 use crate::checks;
 use crate::exec::{self, Invocation, Program};
 use crate::observe::Observation;
@@ -79,7 +79,13 @@ impl ScenarioState<'_> {
             self.step_role.insert(c.name.clone(), role.clone());
             self.current_role = role;
             self.last.insert(c.name.clone(), last);
-            return Ok(self.judge_step(&c.name, c.premise.as_ref(), &c.expect, &[last], None));
+            return Ok(self.judge_step(
+                &c.name,
+                Conditions::premise(c.premise.as_ref()),
+                &c.expect,
+                &[last],
+                None,
+            ));
         }
         let mut line = match self.command_from(&c.name, &c.from, "/data/continue_command") {
             Ok(l) => l,
@@ -120,7 +126,7 @@ impl ScenarioState<'_> {
                 let mut findings = self.check_one(&c.expect, &self.observations[i]);
                 let all: Vec<&Observation> =
                     indices.iter().map(|&i| &self.observations[i]).collect();
-                let facts = self.step_facts(&c.name, &c.expect);
+                let facts = self.step_facts(&c.name, &c.expect, &indices);
                 findings.extend(checks::check_all(&c.expect, &c.name, &all, &facts));
                 return Ok(findings);
             }
@@ -156,7 +162,13 @@ impl ScenarioState<'_> {
         crate::interrupt::gate()?;
         let outcome = exec::run(&inv).map_err(|e| e.to_string())?;
         let i = self.record(&c.name, c.name.clone(), &inv, outcome);
-        Ok(self.judge_step(&c.name, c.premise.as_ref(), &c.expect, &[i], Some(&c.from)))
+        Ok(self.judge_step(
+            &c.name,
+            Conditions::premise(c.premise.as_ref()),
+            &c.expect,
+            &[i],
+            Some(&c.from),
+        ))
     }
 }
 

@@ -85,9 +85,10 @@ pub fn resolve_budget(
 }
 
 impl ScenarioState<'_> {
-    /// What bounds the call `inv` runs (`None`: nothing, e.g. a command without interruption
-    /// or one whose budget is off).
-    pub(super) fn hold_of(&self, inv: &Invocation) -> Option<Hold> {
+    /// The command `inv` invokes: its words after the program, where the command's path
+    /// starts among them, and the path (`job.wait`, `analyze`, ...); `None` when no run of its
+    /// words names a command of the manifest.
+    pub(super) fn invoked(&self, inv: &Invocation) -> Option<(Vec<String>, usize, String)> {
         let words: Vec<String> = match &inv.program {
             Program::Argv(argv) => {
                 let tool = self.subject.tool.argv_at(&self.subject.tool.path).len();
@@ -98,10 +99,19 @@ impl ScenarioState<'_> {
             Program::Shell(line) => line.split_ascii_whitespace().map(str::to_owned).collect(),
         };
         let commands = &self.subject.commands;
-        let (at, path, info) = (0..words.len()).find_map(|start| {
-            let (path, info) = commands.command_for_args(&words[start..])?;
-            Some((start, path, info))
+        let (at, path) = (0..words.len()).find_map(|start| {
+            let (path, _) = commands.command_for_args(&words[start..])?;
+            Some((start, path.to_owned()))
         })?;
+        Some((words, at, path))
+    }
+
+    /// What bounds the call `inv` runs (`None`: nothing, e.g. a command without interruption
+    /// or one whose budget is off).
+    pub(super) fn hold_of(&self, inv: &Invocation) -> Option<Hold> {
+        let (words, at, path) = self.invoked(inv)?;
+        let info = self.subject.commands.by_path.get(&path)?;
+        let path = path.as_str();
         if path == "job.status" {
             return Some(Hold::AtOnce);
         }
@@ -217,7 +227,10 @@ mod tests {
         assert_eq!(resolve_budget(&words("count x"), Some(OsStr::new("500")), true), None);
         // ...but a --budget given there still binds it.
         assert!(resolve_budget(&words("count x --budget 1s"), None, true).is_some());
-        assert_eq!(resolve_budget(&words("count x --budget 0.5s"), None, false), None);
+        // Seconds with a fraction are read too (`[tool] budget_format = "seconds"`).
+        let half = resolve_budget(&words("count x --budget 0.5s"), None, false);
+        assert_eq!(half.map(|(b, _)| b), Some(Duration::from_millis(500)));
+        assert_eq!(resolve_budget(&words("count x --budget 0.5.1s"), None, false), None);
         assert_eq!(resolve_budget(&words("count x"), Some(OsStr::new("soon")), false), None);
     }
 }

@@ -9,7 +9,7 @@ use nix::sys::signal::killpg;
 use nix::unistd::Pid;
 use serde_json::Value;
 
-use super::{DEFAULT_STEP_LIMIT, ScenarioState};
+use super::{Conditions, DEFAULT_STEP_LIMIT, ScenarioState};
 use crate::exec::{self, Invocation, Program, StdinMode, Termination};
 use crate::outcome::FindingKind;
 use crate::outcome::{Finding, SkipReason, millis};
@@ -29,14 +29,6 @@ struct Launch {
     deadline: Option<Duration>,
     /// A stream probe's signal after so many lines.
     line_signal: Option<exec::LineSignal>,
-}
-
-/// How a duration goes into `--budget` / `--timeout`: `0`, or milliseconds with their unit.
-fn duration_arg(d: Duration) -> String {
-    match millis(d) {
-        0 => "0".to_owned(),
-        ms => format!("{ms}ms"),
-    }
 }
 
 impl ScenarioState<'_> {
@@ -61,7 +53,9 @@ impl ScenarioState<'_> {
                 None => Vec::new(),
             };
             let indices = self.invoke(r, Launch { prefix, ..Launch::default() })?;
-            return Ok(self.judge_step(&r.name, r.premise.as_ref(), &r.expect, &indices, None));
+            let conditions =
+                Conditions { applies_when: r.applies_when.as_ref(), premise: r.premise.as_ref() };
+            return Ok(self.judge_step(&r.name, conditions, &r.expect, &indices, None));
         };
         if matches!(kind, ProbeKind::Stream | ProbeKind::StreamSignal) {
             return self.run_streams(r, kind);
@@ -297,7 +291,8 @@ impl ScenarioState<'_> {
                 });
                 return Ok(Vec::new());
             }
-            added.push(("--budget", duration_arg(self.duration(b)?)));
+            let format = subject.profile.file.tool.budget_format;
+            added.push(("--budget", format.render(self.duration(b)?)));
         }
         if let Some(t) = &r.timeout {
             let format = subject.profile.file.tool.timeout_format;
@@ -406,7 +401,7 @@ impl ScenarioState<'_> {
                     "set `[tool] timeout_format` (duration, milliseconds or seconds) to the form its --timeout takes"
                 }
                 _ => {
-                    "name a role whose command declares interruption, or check its --budget syntax (REQ-F-080: a duration)"
+                    "name a role whose command declares interruption, or set `[tool] budget_format` (duration or seconds) to the form its --budget takes (REQ-F-080: a duration)"
                 }
             };
             self.profile_problem = Some(SkipReason::ProfileProblem {

@@ -89,6 +89,47 @@ pub fn hang_charge<'a>(facts: HangFacts<'a>) -> &'a str {
 /// The advisory note on a manifest answered bare.
 pub const BARE_MANIFEST_NOTE: &str = "the manifest command answers the manifest bare: conform accepts it (CONTRACT §2), the spec kit's manifest_valid and json_envelope refuse it (they want it as the data of an envelope)";
 
+/// The advisory note on a manifest of a newer minor version that a step validates: conform
+/// judged what its own version requires and let the fields it does not know through.
+fn newer_manifest_note(expect: &Expect, obs: &Observation) -> Option<Note> {
+    let names = expect.schema.as_ref()?.names();
+    if !names.contains(&crate::schemas::SchemaName::Manifest) {
+        return None;
+    }
+    let response = obs.response()?;
+    if !crate::schemas::manifest_is_newer(response) {
+        return None;
+    }
+    let unknown = crate::schemas::unknown_fields(response).ok()?;
+    let minor = crate::schemas::manifest_minor(response)?;
+    let fields = match unknown.as_slice() {
+        [] => "none of its fields is new to conform".to_owned(),
+        lines => format!("the fields conform does not know were let through: {}", lines.join("; ")),
+    };
+    Some(Note::Advisory(format!(
+        "the manifest says schema_version 3.{minor}, newer than the {} conform judges: a minor version only adds, so it was validated against what {} requires, and {fields}",
+        crate::schemas::SCHEMA_VERSION,
+        crate::schemas::SCHEMA_VERSION
+    )))
+}
+
+/// What must hold of a step's response before its `expect` is judged: `applies_when`, then
+/// `premise`.
+#[derive(Debug, Clone, Copy, Default)]
+struct Conditions<'a> {
+    /// The criterion applies to the tool's choice ([`ScenarioState::shows_other_choice`]).
+    applies_when: Option<&'a Expect>,
+    /// What the criterion presupposes ([`ScenarioState::misses_premise`]).
+    premise: Option<&'a Expect>,
+}
+
+impl<'a> Conditions<'a> {
+    /// A premise alone.
+    fn premise(premise: Option<&'a Expect>) -> Self {
+        Self { applies_when: None, premise }
+    }
+}
+
 /// What a step's premise came to ([`ScenarioState::misses_premise`]).
 enum Premise {
     /// Met, or the step has none.
@@ -147,6 +188,7 @@ pub fn run_steps(
         started: BTreeMap::new(),
         effects: BTreeMap::new(),
         holds: BTreeMap::new(),
+        paths: BTreeMap::new(),
     };
     let mut outcome = StepsOutcome::default();
     for step in &scenario.steps {
@@ -231,6 +273,9 @@ pub struct ScenarioState<'e> {
     /// What bounds each observation's call, by index in `observations` (calls without a
     /// bound are absent).
     holds: BTreeMap<usize, held::Hold>,
+    /// The command path each observation invoked (`job.wait`, `analyze`, ...), by index in
+    /// `observations`, when its words name one.
+    paths: BTreeMap<usize, String>,
 }
 
 /// What the checks look at, resolved from the scenario's state before they run.
@@ -301,12 +346,36 @@ impl ScenarioState<'_> {
             },
         );
         resolved.manifest_command = self.ran_manifest_command(obs);
+        resolved.redact = self.role_redact();
+        resolved.declared_exits = self.declared_exits(obs);
         let ctx = resolved.context(&self.observations, &self.last, self.calibrated());
         checks::check_one(expect, obs, &ctx)
     }
 }
 
 impl ScenarioState<'_> {
+    /// The `redact` pointers of the role the step being judged ran (else the primary role).
+    fn role_redact(&self) -> Vec<String> {
+        let role = self.current_role.as_deref().or(self.scenario.primary_role());
+        let role = role.and_then(|r| self.subject.profile.role(r));
+        role.map(|r| r.redact.clone()).unwrap_or_default()
+    }
+
+    /// The codes of the effective exit-code table of the command the observation invoked.
+    fn declared_exits(&self, obs: &Observation) -> Option<std::collections::BTreeSet<i32>> {
+        let words: Vec<String> = match &obs.record.repro.command {
+            ReproCommand::Argv(argv) => {
+                let tool = self.subject.tool.argv_at(&self.subject.tool.path).len();
+                argv.iter().skip(tool).cloned().collect()
+            }
+            ReproCommand::Shell(line) => line.split_ascii_whitespace().map(str::to_owned).collect(),
+        };
+        let commands = &self.subject.commands;
+        (0..words.len()).find_map(|start| {
+            commands.command_for_args(&words[start..]).map(|(_, info)| info.exit_codes.clone())
+        })
+    }
+
     /// Whether the observation ran the tool with exactly the manifest command's arguments.
     fn ran_manifest_command(&self, obs: &Observation) -> bool {
         let ReproCommand::Argv(argv) = &obs.record.repro.command else { return false };
@@ -352,6 +421,7 @@ impl ScenarioState<'_> {
     ) -> usize {
         let json = observe::parse_stdout(&outcome);
         let hold = self.hold_of(inv);
+        let path = self.invoked(inv).map(|(_, _, path)| path);
         let repro = Repro::from_invocation(inv, &self.base_env);
         let record = StepRecord::from_exec(name, repro, &outcome, json.as_ref().ok());
         self.observations.push(Observation {
@@ -363,6 +433,9 @@ impl ScenarioState<'_> {
         let i = self.observations.len() - 1;
         if let Some(hold) = hold {
             self.holds.insert(i, hold);
+        }
+        if let Some(path) = path {
+            self.paths.insert(i, path);
         }
         self.last.insert(step.to_owned(), i);
         self.step_observations.entry(step.to_owned()).or_default().push(i);
@@ -523,12 +596,12 @@ impl ScenarioState<'_> {
         ])
     }
 
-    /// [`Self::judge`], after the step's `premise` ([`Self::misses_premise`]); `from` is the
-    /// step whose job a cancel step stops.
+    /// [`Self::judge`], after the step's `applies_when` ([`Self::shows_other_choice`]) and
+    /// `premise` ([`Self::misses_premise`]); `from` is the step whose job a cancel step stops.
     fn judge_step(
         &mut self,
         step: &str,
-        premise: Option<&Expect>,
+        conditions: Conditions<'_>,
         expect: &Expect,
         indices: &[usize],
         from: Option<&str>,
@@ -539,7 +612,10 @@ impl ScenarioState<'_> {
             return held;
         }
         let Some(&last) = indices.last() else { return self.judge(step, expect, indices) };
-        match self.misses_premise(step, premise, last, from) {
+        if self.shows_other_choice(step, conditions.applies_when, last) {
+            return Vec::new();
+        }
+        match self.misses_premise(step, conditions.premise, last, from) {
             Premise::Met => self.judge(step, expect, indices),
             Premise::MissedLegally => Vec::new(),
             Premise::MissedIllegally(mut findings) => {
@@ -548,6 +624,23 @@ impl ScenarioState<'_> {
                 judged
             }
         }
+    }
+
+    /// Whether observation `i` shows a choice the spec leaves to the tool that the criterion
+    /// does not apply to (the step's `applies_when` does not hold): the scenario then stops,
+    /// skipped as not applicable to that choice ([`SkipReason::ToolsChoice`]).
+    fn shows_other_choice(&mut self, step: &str, applies_when: Option<&Expect>, i: usize) -> bool {
+        let Some(condition) = applies_when else { return false };
+        let Some(missed) = self.check_one(condition, &self.observations[i]).into_iter().next()
+        else {
+            return false;
+        };
+        let why = match &missed.actual {
+            Some(actual) => format!("{}; saw {actual}", missed.message),
+            None => missed.message,
+        };
+        self.profile_problem = Some(SkipReason::ToolsChoice { step: step.to_owned(), why });
+        true
     }
 
     /// Whether observation `i` met the step's `premise`. A miss skips the scenario
@@ -633,6 +726,13 @@ impl ScenarioState<'_> {
         self.ended_as_calibrated(i)
     }
 
+    /// Adds an advisory note, once.
+    fn note_once(&self, note: Note) {
+        if !self.notes.borrow().contains(&note) {
+            self.notes.borrow_mut().push(note);
+        }
+    }
+
     fn judge(&self, step: &str, expect: &Expect, indices: &[usize]) -> Vec<Finding> {
         let mut findings = Vec::new();
         // A step of several probes or copies compared with a step of as many: each with the
@@ -658,15 +758,17 @@ impl ScenarioState<'_> {
                     .response()
                     .is_some_and(|r| r.get("ok").is_none() && r.get("commands").is_some())
             {
-                let note = Note::Advisory(BARE_MANIFEST_NOTE.to_owned());
-                if !self.notes.borrow().contains(&note) {
-                    self.notes.borrow_mut().push(note);
-                }
+                self.note_once(Note::Advisory(BARE_MANIFEST_NOTE.to_owned()));
+            }
+            if let Some(note) = newer_manifest_note(expect, obs) {
+                self.note_once(note);
             }
             if let Some((other, theirs)) = paired {
                 let theirs = theirs.get(rank).and_then(|&t| self.observations.get(t));
                 let finding = match obs.response() {
-                    Some(response) => checks::same_response(obs, response, other, theirs),
+                    Some(response) => {
+                        checks::same_response(obs, response, other, theirs, &self.role_redact())
+                    }
                     None => {
                         Some(Finding::new(FindingKind::SameResponse, "no JSON response to compare"))
                     }
@@ -679,16 +781,26 @@ impl ScenarioState<'_> {
             findings.extend(indices.iter().filter_map(|&i| self.held_too_long(i)));
         }
         let all: Vec<&Observation> = indices.iter().map(|&i| &self.observations[i]).collect();
-        findings.extend(checks::check_all(expect, step, &all, &self.step_facts(step, expect)));
+        let facts = self.step_facts(step, expect, indices);
+        findings.extend(checks::check_all(expect, step, &all, &facts));
         findings
     }
 
     /// What the step checks need beside the observations: the commands whose INCOMPLETE entry
     /// the step's responses may copy (its role's command, or the one its arguments invoke; a
     /// continuation's hops answer for its origin's role).
-    fn step_facts(&self, step: &str, expect: &Expect) -> checks::StepFacts {
+    fn step_facts(&self, step: &str, expect: &Expect, indices: &[usize]) -> checks::StepFacts {
+        // Which responses `job wait` / `job status` gave: they relay the job's stored ending.
+        let relayed = indices
+            .iter()
+            .enumerate()
+            .filter(|(_, i)| {
+                self.paths.get(i).is_some_and(|p| p == "job.wait" || p == "job.status")
+            })
+            .map(|(rank, _)| rank)
+            .collect();
         if expect.retryable_as_declared != Some(true) {
-            return checks::StepFacts::default();
+            return checks::StepFacts { relayed, ..checks::StepFacts::default() };
         }
         let profile = &self.subject.profile;
         let argv_of = |role: &str| profile.role(role).map(|r| r.argv.clone());
@@ -705,6 +817,6 @@ impl ScenarioState<'_> {
         let continued = matches!(definition, Some(Step::Continue(_)));
         let incomplete_entries =
             checks::declared_entries(&self.subject.commands, &argv, primary.as_deref(), continued);
-        checks::StepFacts { incomplete_entries }
+        checks::StepFacts { incomplete_entries, relayed }
     }
 }

@@ -247,3 +247,10 @@ fn many_commands_breaking_one_rule_are_one_finding() {
     assert_eq!(findings.len(), 1);
     assert!(findings[0].message.starts_with("2 commands write, are resumable"), "{findings:?}");
 }
+
+/// The manifest schema version conform judges a newer manifest against is the one its reports
+/// name.
+#[test]
+fn the_schema_version_judged_is_the_one_reported() {
+    assert_eq!(conform::schemas::SCHEMA_VERSION, conform::report::SPEC_VERSION);
+}

@@ -107,6 +107,9 @@ fn init_on_a_foreign_framework_says_which_roles_cannot_exist_and_its_draft_runs(
         ),
         "{draft}"
     );
+    // The plain_slow role gets the command that declares a --timeout of its own, not a quick
+    // listing that ends before any timeout.
+    assert_eq!(candidates(&draft, "plain_slow"), ["[\"export\"]"], "{draft}");
     let (exit, report) = run_draft(dir.path());
     // Its one true defect (job status exits 3) needs the async role, commented out here, and
     // so do the other musts that need roles: unjudged, not failed.
@@ -122,6 +125,9 @@ fn init_on_a_python_tool_drafts_a_profile_its_run_takes() {
     let tool = workspace().join("tests/fixtures/tools/pyagent/pyagent.py");
     let draft = init(dir.path(), tool.to_str().unwrap());
     assert!(candidates(&draft, "resume_writer").contains(&"[\"load\"]".to_owned()), "{draft}");
+    // The idle watchdog is a background job's: a resume-only command (checksum, load) cannot
+    // stall out, so only the detaching count is offered for `stalling`.
+    assert_eq!(candidates(&draft, "stalling"), ["[\"count\"]"], "{draft}");
     let (exit, report) = run_draft(dir.path());
     assert!(matches!(exit, 0 | 80 | 82), "{report:#}");
     // The draft is valid: nothing was refused as a profile problem.

@@ -12,6 +12,7 @@ mod init;
 mod install;
 mod kit_fixtures;
 mod layers;
+mod legal_choices;
 mod levels;
 mod ordering_streams;
 mod profile;
