@@ -11,8 +11,8 @@ use conform::event::{Event, EventStream, FanOut, ReportError, Reporter, RunInfo}
 use conform::exit;
 use conform::outcome::FindingKind;
 use conform::outcome::{
-    BaselineMark, Ended, Excerpt, Finding, Note, Repro, ReproCommand, ReproStdin, ScenarioResult,
-    SkipReason, Status, StepRecord,
+    ActionKind, ActionRecord, BaselineMark, Ended, Excerpt, Finding, Note, Repro, ReproCommand,
+    ReproStdin, ScenarioResult, SentSignal, SignalTarget, SkipReason, Status, StepRecord,
 };
 use conform::report::{self, RunReport, Sink, human, json, junit, markdown, progress};
 use conform::scenario::Obligation;
@@ -65,6 +65,10 @@ pub fn step(name: &str, argv: &[&str], code: i32, envelope: Option<Value>) -> St
             truncated: false,
         },
         envelope,
+        started_ms: Some(5),
+        budget_ms: None,
+        may_hold_ms: None,
+        signal: None,
     }
 }
 
@@ -79,6 +83,7 @@ pub fn result(id: &str, requirement: &str, level: Obligation, status: Status) ->
         findings: Vec::new(),
         notes: Vec::new(),
         steps: Vec::new(),
+        actions: Vec::new(),
         duration_ms: 120,
         baseline: None,
         first_run: None,
@@ -110,6 +115,18 @@ pub fn sample_results() -> Vec<ScenarioResult> {
         0,
         Some(ok_envelope()),
     )];
+    // What the timeline draws: the call's budget and bound, a signal sent into it, a pause.
+    budget.steps[0].budget_ms = Some(2000);
+    budget.steps[0].may_hold_ms = Some(3620);
+    budget.steps[0].signal =
+        Some(SentSignal { signal: "SIGTERM".into(), after_ms: 1500, to: SignalTarget::Group });
+    budget.actions = vec![ActionRecord {
+        step: "pause".into(),
+        action: ActionKind::Sleep,
+        started_ms: 2020,
+        elapsed_ms: 5,
+        detail: "waited 5 ms".into(),
+    }];
     budget.findings = vec![
         Finding::new(FindingKind::ExitCode, "the budget ran out but the tool did not hand off")
             .expected("14 (INCOMPLETE)")
@@ -397,6 +414,10 @@ fn json_envelope_validates_against_both_schemas() {
     assert_eq!(scenario["id"], "budget-flag-beats-env");
     assert_eq!(scenario["status"], "fail");
     assert_eq!(scenario["evidence"][0]["repro"]["command"]["kind"], "argv");
+    assert_eq!(scenario["evidence"][0]["started_ms"], 5);
+    assert_eq!(scenario["evidence"][0]["signal"]["to"], "group");
+    assert_eq!(scenario["actions"][0]["action"], "sleep");
+    assert!(failing["data"]["scenarios"][0].get("actions").is_none(), "none, none said");
 
     let passing_results: Vec<ScenarioResult> =
         sample_results().into_iter().filter(|r| r.status == Status::Pass).collect();
