@@ -164,6 +164,10 @@ pub struct RunArgs {
     /// Also write a Markdown summary here (for CI step summaries).
     #[arg(long = "summary-md", value_name = "FILE")]
     pub summary_md: Option<PathBuf>,
+    /// List every scenario in the report (under its requirement, and under its skip reason)
+    /// and every skipped one in the progress lines.
+    #[arg(short = 'v', long)]
+    pub verbose: bool,
     /// Compare each step's normalized response with the snapshots in DIR.
     #[arg(long, value_name = "DIR")]
     pub snapshots: Option<PathBuf>,
@@ -376,6 +380,7 @@ fn run_command(args: &RunArgs, started: Instant) -> Result<u8, ArgError> {
         summary_md: args.summary_md.clone(),
         progress: true,
         evidence: args.evidence,
+        verbose: args.verbose,
     };
     let baseline = match &args.baseline {
         Some(path) => {

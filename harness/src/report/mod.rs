@@ -173,6 +173,8 @@ pub struct ReportOptions {
     pub progress: bool,
     /// `--evidence`: which records of the JSON report keep the tool's output.
     pub evidence: json::Evidence,
+    /// `-v`: the human report lists every scenario, the progress lines every skip.
+    pub verbose: bool,
 }
 
 /// The reporters for these options, in the order they get each event. Files are created now,
@@ -180,12 +182,16 @@ pub struct ReportOptions {
 pub fn reporters(options: &ReportOptions) -> Result<Vec<Box<dyn Reporter>>, ReportError> {
     let mut out: Vec<Box<dyn Reporter>> = Vec::new();
     if options.progress {
-        out.push(Box::new(progress::ProgressReporter::stderr()));
+        out.push(Box::new(
+            progress::ProgressReporter::stderr()
+                .verbose(options.verbose)
+                .report_follows(options.format == Format::Human),
+        ));
     }
     match options.format {
-        Format::Human => {
-            out.push(Box::new(human::HumanReporter::new(Sink::stdout(), colour_for_stdout())))
-        }
+        Format::Human => out.push(Box::new(
+            human::HumanReporter::new(Sink::stdout(), colour_for_stdout()).verbose(options.verbose),
+        )),
         Format::Json => {
             out.push(Box::new(json::JsonReporter::new(Sink::stdout(), options.evidence)))
         }

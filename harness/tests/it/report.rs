@@ -927,3 +927,125 @@ fn every_text_report_shows_a_tools_control_characters_as_visible_escapes() {
     assert_eq!(foreign_escapes(&lines), Vec::<String>::new(), "progress:\n{lines}");
     assert_eq!(lines.lines().count(), 9, "one line per event:\n{lines}");
 }
+
+/// A run as a tool without a profile gets it: 87 of 91 scenarios skipped over ten roles and
+/// the kit's probes, across 21 requirements, the rest passed.
+fn unprofiled_results() -> Vec<ScenarioResult> {
+    let roles = ["async", "detach", "detach_only", "failing", "plain_slow", "resume_reader"];
+    (0..91)
+        .map(|n| {
+            let requirement = format!("REQ-F-{:03}", n % 21);
+            let id = format!("scenario-{n:02}");
+            let status = match n {
+                0..=3 => Status::Pass,
+                4..=9 => Status::Skip {
+                    reason: SkipReason::MissingKit { what: "`read` probes".into(), profile: false },
+                },
+                _ => Status::Skip {
+                    reason: SkipReason::MissingRoles {
+                        roles: vec![roles[n % roles.len()].to_owned()],
+                        profile: false,
+                        candidates: vec!["analyze".to_owned(), "deploy".to_owned()],
+                    },
+                },
+            };
+            result(&id, &requirement, Obligation::Must, status)
+        })
+        .collect()
+}
+
+/// Every line a run writes to a terminal that is not one: the progress lines, then the report.
+fn terminal_lines(report: &RunReport, verbose: bool) -> (String, String) {
+    let buf = SharedBuf::default();
+    let mut progress =
+        progress::ProgressReporter::new(buf.sink(), false).verbose(verbose).report_follows(true);
+    progress.handle(&Event::RunStarted(report.info.clone())).unwrap();
+    for r in &report.results {
+        progress.handle(&Event::ScenarioFinished(Box::new(r.clone()))).unwrap();
+    }
+    progress.handle(&Event::RunFinished(report.summary.clone())).unwrap();
+    (buf.text(), human::render_with(report, false, verbose))
+}
+
+/// Without a profile the reason is said once, at the top, with what to do; the skips are one
+/// line per reason, the progress lines one per run of skips; the whole is at most 40 lines.
+#[test]
+fn a_run_without_a_profile_says_so_once_and_fits_forty_lines() {
+    let mut info = info();
+    info.scenario_count = 91;
+    let results = unprofiled_results();
+    let summary = RunSummary::compute(&results, &RunFacts::default());
+    let report = RunReport::new(info, results, summary);
+    let (progress, text) = terminal_lines(&report, false);
+    let lines = progress.lines().count() + text.lines().count();
+    assert!(lines <= 40, "{lines} lines:\n{progress}{text}");
+    assert!(
+        text.contains(
+            "no profile: 87 of 91 scenarios need roles or kit probes that only a profile names; `conform init ./mytool` drafts one"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("87  no profile (above): the roles and the kit probes a profile names"));
+    // No sentence of a skip is repeated: not per scenario, not in the coverage lines.
+    assert_eq!(text.matches("no profile").count(), 2, "{text}");
+    assert!(!text.contains("scenario-50"), "the brief report names no skipped scenario: {text}");
+    assert!(!progress.contains("no profile"), "progress lines give no reasons: {progress}");
+    // The skips between two scenarios that ran are one line, counted, the first three named.
+    assert!(
+        progress.contains(
+            "[91/91] skip   75 scenarios: scenario-24, scenario-45, scenario-66 and 72 more"
+        ),
+        "{progress}"
+    );
+    assert!(
+        progress.contains(
+            "[ 5/91] skip   4 scenarios: scenario-21, scenario-42, scenario-63 and 1 more"
+        )
+    );
+    assert!(!progress.contains("finished in"), "the report's verdict line says how it ended");
+    assert!(text.contains("verdict: NOT JUDGED"), "{text}");
+
+    // -v lists every scenario, and each skip reason with its scenarios, once.
+    let (progress, verbose) = terminal_lines(&report, true);
+    assert_eq!(progress.lines().filter(|l| l.contains("] skip ")).count(), 87, "{progress}");
+    assert!(!progress.contains("no profile"), "{progress}");
+    let reason = "no profile (conform.toml), so no `detach` role; the manifest's `analyze` or `deploy` could fill `detach` (`conform init` drafts it)";
+    assert_eq!(verbose.matches(reason).count(), 1, "{verbose}");
+    for r in &report.results {
+        assert!(verbose.contains(&r.id), "{} not listed:\n{verbose}", r.id);
+    }
+}
+
+/// A passing run with its profile: the summary fits a screen, whatever the catalogue's size.
+#[test]
+fn a_passing_run_fits_a_screen() {
+    let results: Vec<ScenarioResult> = (0..91)
+        .map(|n| {
+            let mut r = result(
+                &format!("scenario-{n:02}"),
+                &format!("REQ-F-{:03}", n % 21),
+                Obligation::Must,
+                Status::Pass,
+            );
+            r.notes = vec![
+                calibrated_detach(),
+                Note::OutsideWrites(vec![format!("/tmp/.tmp{n} (new directory)")]),
+            ];
+            r
+        })
+        .collect();
+    let report = sample_report(results);
+    let text = human::render(&report, false);
+    assert!(text.lines().count() <= 25, "{} lines:\n{text}", text.lines().count());
+    assert!(text.contains("verdict: CONFORMANT (exit 0 SUCCESS)"), "{text}");
+    assert!(text.contains("  pass     REQ-F-000, REQ-F-001,"), "{text}");
+    assert!(!text.contains("calibrated role"), "the progress lines gave the calibrations: {text}");
+    // The writes outside the sandbox are one line, whatever each scenario saw.
+    assert!(
+        text.contains("outside the sandbox, while scenarios ran: /tmp/.tmp0 (new directory), /tmp/.tmp21 (new directory), /tmp/.tmp42 (new directory) and 88 more;"),
+        "{text}"
+    );
+    let verbose = human::render_with(&report, false, true);
+    assert!(verbose.contains("calibrated role `detach`"), "{verbose}");
+    assert_eq!(verbose.matches("  pass   must   scenario-").count(), 91, "{verbose}");
+}
