@@ -164,6 +164,10 @@ pub struct RunArgs {
     /// Also write a Markdown summary here (for CI step summaries).
     #[arg(long = "summary-md", value_name = "FILE")]
     pub summary_md: Option<PathBuf>,
+    /// Also write one self-contained HTML page here: the failures first, every scenario's
+    /// timeline, the evidence folded (`conform manual running`).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
     /// List every scenario in the report (under its requirement, and under its skip reason)
     /// and every skipped one in the progress lines.
     #[arg(short = 'v', long)]
@@ -381,6 +385,7 @@ fn run_command(args: &RunArgs, started: Instant) -> Result<u8, ArgError> {
         progress: true,
         evidence: args.evidence,
         verbose: args.verbose,
+        html: args.html.clone(),
     };
     let baseline = match &args.baseline {
         Some(path) => {
@@ -397,7 +402,7 @@ fn run_command(args: &RunArgs, started: Instant) -> Result<u8, ArgError> {
     };
     let reporters = report::reporters(&options).map_err(|e| fail(e.to_string()))?;
     // What conform itself writes during the run is not the tool's write outside its sandbox.
-    for own in [&args.junit, &args.summary_md, &args.snapshots].into_iter().flatten() {
+    for own in [&args.junit, &args.summary_md, &args.html, &args.snapshots].into_iter().flatten() {
         crate::sandbox::ignore_outside(own);
     }
 

@@ -856,7 +856,9 @@ pub const STDERR_TAIL_BYTES: usize = 2048;
 /// Part of a captured stream, lossily decoded.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Excerpt {
-    /// The kept text.
+    /// The kept text (a report leaves it out where the record's `envelope` holds it, or
+    /// where it keeps no output of the tool: read back, it is empty).
+    #[serde(default)]
     pub text: String,
     /// How many bytes the process wrote in all.
     pub total_bytes: u64,

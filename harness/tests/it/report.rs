@@ -14,7 +14,7 @@ use conform::outcome::{
     ActionKind, ActionRecord, BaselineMark, Ended, Excerpt, Finding, Note, Repro, ReproCommand,
     ReproStdin, ScenarioResult, SentSignal, SignalTarget, SkipReason, Status, StepRecord,
 };
-use conform::report::{self, RunReport, Sink, human, json, junit, markdown, progress};
+use conform::report::{self, RunReport, Sink, html, human, json, junit, markdown, progress};
 use conform::scenario::Obligation;
 use conform::summary::{RunFacts, RunSummary, Verdict};
 use serde_json::{Value, json};
@@ -1048,4 +1048,137 @@ fn a_passing_run_fits_a_screen() {
     let verbose = human::render_with(&report, false, true);
     assert!(verbose.contains("calibrated role `detach`"), "{verbose}");
     assert_eq!(verbose.matches("  pass   must   scenario-").count(), 91, "{verbose}");
+}
+
+/// The HTML page: self-contained, the verdict first, the failures before the rest, each
+/// failing scenario with its timeline (a picture with its text alternative), every scenario
+/// reachable by its anchor.
+#[test]
+fn the_html_page_shows_failures_first_each_with_its_timeline() {
+    let report = sample_report(sample_results());
+    let view = html::view::RunView::from_report(&report).unwrap();
+    let page = html::run_page(&view).render();
+    assert!(page.starts_with("<!DOCTYPE html>\n<html lang=\"en\">"), "{page}");
+    assert!(page.contains("<p class=\"verdict\">NOT CONFORMANT (exit 80)</p>"), "{page}");
+    // Self-contained: nothing to load, no script, and a policy that forbids both.
+    assert!(!page.contains("<script") && !page.contains(" src="), "{page}");
+    let outside =
+        page.replace("xmlns=\"http://www.w3.org/2000/svg\"", "").replace("http-equiv", "");
+    assert!(!outside.contains("http") && !outside.contains("//"), "a link out");
+    assert!(page.contains("content=\"default-src 'none'; style-src 'unsafe-inline';"));
+    let failures = page.find("<h2 id=\"h-failures\">").unwrap();
+    let requirements = page.find("<h2 id=\"h-requirements\">").unwrap();
+    assert!(failures < requirements, "failures first");
+    for r in &report.results {
+        assert!(page.contains(&format!("id=\"s-{}\"", r.id)), "{} has no anchor", r.id);
+    }
+    // Every failure's article holds its timeline, with a title and a description.
+    for id in ["budget-flag-beats-env", "progress-monotonic"] {
+        let start = page.find(&format!("<div id=\"s-{id}\">")).unwrap();
+        let article = &page[start..start + page[start..].find("</article>").unwrap()];
+        assert!(article.contains("<svg class=\"timeline\" role=\"img\""), "{id}: {article}");
+        assert!(article.contains(&format!("<title id=\"t-{id}-t\">Timeline of {id}</title>")));
+        assert!(article.contains(&format!("<desc id=\"t-{id}-d\">")), "{article}");
+        assert!(article.contains("<table class=\"timeline-table\">"), "{article}");
+    }
+    // The budget's call: its bar, its budget, its bound and the signal, in words too.
+    let start = page.find("<desc id=\"t-budget-flag-beats-env-d\">").unwrap();
+    let desc = &page[start..start + page[start..].find("</desc>").unwrap()];
+    for words in [
+        "run (mytool analyze big file.csv --budget 2s), from 5 ms to 2018 ms",
+        "exit 0",
+        "budget 2000 ms",
+        "may hold 3620 ms",
+        "SIGTERM to its process group at 1500 ms",
+        "pause (conform: sleep)",
+    ] {
+        assert!(desc.contains(words), "`{words}` not in {desc}");
+    }
+    assert!(page.contains("class=\"mark budget\"") && page.contains("class=\"mark signal\""));
+    // The skip reason and the harness error are said, the repro is there.
+    assert!(page.contains("Skipped: profile names no `detach` role"), "{page}");
+    assert!(page.contains("conform failed: failed to spawn ./mytool"), "{page}");
+    assert!(page.contains(
+        "AGENT_CALL_BUDGET_MS=60000 ./mytool analyze &#39;big file.csv&#39; --budget 2s"
+    ));
+}
+
+/// A report read back from its JSON gives the same page as the run itself (what `conform
+/// matrix` does with other runs' reports), the manifest said once.
+#[test]
+fn the_html_page_of_a_json_report_is_the_page_of_the_run() {
+    let mut results = sample_results();
+    results[0].steps =
+        vec![step("manifest", &["./mytool", "manifest"], 0, Some(manifest_envelope(12)))];
+    let report = sample_report(results);
+    let from_run = html::run_page(&html::view::RunView::from_report(&report).unwrap()).render();
+    let envelope = json::envelope(&report, json::Evidence::All);
+    let read = html::view::RunView::from_envelope(envelope).unwrap();
+    assert_eq!(read.exit_code, Some(exit::NOT_CONFORMANT));
+    assert_eq!(html::run_page(&read).render(), from_run);
+    assert_eq!(from_run.matches("mytool-unique-marker").count(), 1, "the manifest once");
+    assert!(from_run.contains("<a href=\"#manifest\">the tool's manifest</a>"), "{from_run}");
+    // Under `--evidence failures` a passing scenario's output is said to be left out.
+    let brief = json::envelope(&report, json::Evidence::Failures);
+    let page = html::run_page(&html::view::RunView::from_envelope(brief).unwrap()).render();
+    assert!(page.contains("left out: the scenario passed"), "{page}");
+    assert!(html::view::RunView::from_envelope(json!({"data": null})).is_err());
+}
+
+/// What a tool prints cannot become markup, or a control character, on the page.
+#[test]
+fn the_html_page_shows_a_tools_bytes_inert_and_escaped() {
+    let mut results = hostile_results();
+    let markup = "<script>alert(1)</script>\"><img src=x onerror=alert(1)>";
+    results[1].steps[0].stdout.text = markup.to_owned();
+    results[1].steps[0].envelope = None;
+    results[1].findings[0].message = markup.to_owned();
+    results[1].steps[0].repro.command = ReproCommand::Shell(markup.to_owned());
+    let page = html::run_page(&html::view::RunView::from_report(&sample_report(results)).unwrap())
+        .render();
+    assert!(!page.contains("<script") && !page.contains("<img"), "markup got through");
+    assert!(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;&quot;&gt;&lt;img src=x"));
+    assert_eq!(foreign_escapes(&page), Vec::<String>::new());
+    assert!(!page.contains('\u{1b}'));
+    assert!(page.contains(r"\e]0;PWNED\x07"), "the sequence is shown");
+}
+
+/// The pieces another command builds its page from: a page of its own sections, a timeline
+/// drawn by hand, a histogram, each picture with its text alternative.
+#[test]
+fn other_pages_are_built_from_the_same_pieces() {
+    use html::timeline::{Lane, Mark, MarkKind, Span, SpanKind, Timeline};
+    let schedule = Timeline {
+        id: "schedule".into(),
+        title: "The shrunk schedule".into(),
+        lanes: vec![Lane {
+            label: "call".into(),
+            detail: "import rows.csv".into(),
+            spans: vec![Span {
+                start_ms: 0,
+                end_ms: 800,
+                kind: SpanKind::Killed,
+                label: "killed by SIGKILL at 412 ms".into(),
+                over_from_ms: None,
+                pipes_open_until: None,
+                marks: vec![Mark { at_ms: 412, kind: MarkKind::Kill, label: "SIGKILL".into() }],
+            }],
+            finding: Some("effect".into()),
+        }],
+    };
+    let mut body = schedule.svg();
+    let bins = [
+        html::chart::Bin { label: "0-200 ms".into(), count: 3 },
+        html::chart::Bin { label: "200-400 ms".into(), count: 9 },
+    ];
+    body.push(html::chart::histogram("kills", "Where the kills fell", "kills", &bins));
+    let mut page = html::Page::new("conform campaign: <mytool>");
+    page.push(html::Section::new("schedule", "The shrunk schedule", body));
+    let text = page.render();
+    assert!(text.contains("<title>conform campaign: &lt;mytool&gt;</title>"), "{text}");
+    assert!(text.contains("call (import rows.csv), from 0 ms to 800 ms: finding [effect]: killed by SIGKILL at 412 ms."), "{text}");
+    assert!(
+        text.contains("<desc id=\"kills-d\">0-200 ms: 3 kills; 200-400 ms: 9 kills</desc>"),
+        "{text}"
+    );
 }
