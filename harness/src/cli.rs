@@ -1,4 +1,4 @@
-//! The command line: `conform run | list | explain | init | manual | completions`.
+//! The command line: `conform run | matrix | list | explain | init | manual | completions`.
 //!
 //! Parsing is clap's; everything after parsing is a function returning conform's exit code
 //! ([`crate::exit`]). A bad invocation, an unreadable or invalid profile, a filter that matches
@@ -88,6 +88,16 @@ pub struct Cli {
 pub enum Command {
     /// Run the scenarios against a tool and report per criterion.
     Run(RunArgs),
+    /// Run (or read the reports of) several implementations and write one page comparing
+    /// them, with a page for each (`conform manual matrix`).
+    Matrix {
+        /// The matrix file: the implementations, each a tool with its profile or a JSON report.
+        matrix: PathBuf,
+        /// Write the pages into this directory (`index.html`, one page and one JSON report per
+        /// implementation).
+        #[arg(long, value_name = "DIR")]
+        html: PathBuf,
+    },
     /// List the scenario catalogue.
     List {
         /// Output format.
@@ -241,6 +251,7 @@ pub fn main_with(args: impl IntoIterator<Item = OsString>) -> u8 {
     };
     let result = match cli.command {
         Command::Run(run) => run_command(&run, started),
+        Command::Matrix { matrix, html } => matrix_command(&matrix, &html),
         Command::List { format } => list(format),
         Command::Explain { scenario_id, format } => explain(&scenario_id, format),
         Command::Init { tool, output } => init(&tool, output.as_deref()),
@@ -514,6 +525,20 @@ fn run_command(args: &RunArgs, started: Instant) -> Result<u8, ArgError> {
         return Ok(exit::GENERAL_ERROR);
     }
     Ok(code)
+}
+
+fn matrix_command(matrix: &Path, dir: &Path) -> Result<u8, ArgError> {
+    let fail = |m: String| ArgError::new(m, OutputFormat::Human);
+    let loaded = crate::matrix::Matrix::load(matrix).map_err(fail)?;
+    let conform = crate::matrix::this_conform().map_err(fail)?;
+    let mut log = std::io::stderr();
+    match crate::matrix::build(&loaded, dir, &conform, &mut log) {
+        Ok(code) => Ok(code),
+        Err(e) => {
+            eprintln!("conform: {}", crate::inert::text(&e));
+            Ok(exit::GENERAL_ERROR)
+        }
+    }
 }
 
 fn init(tool_arg: &OsString, output: Option<&Path>) -> Result<u8, ArgError> {

@@ -13,6 +13,7 @@ mod install;
 mod kit_fixtures;
 mod layers;
 mod levels;
+mod matrix;
 mod ordering_streams;
 mod profile;
 mod report;

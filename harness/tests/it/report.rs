@@ -1098,9 +1098,9 @@ fn the_html_page_shows_failures_first_each_with_its_timeline() {
     // The skip reason and the harness error are said, the repro is there.
     assert!(page.contains("Skipped: profile names no `detach` role"), "{page}");
     assert!(page.contains("conform failed: failed to spawn ./mytool"), "{page}");
-    assert!(page.contains(
-        "AGENT_CALL_BUDGET_MS=60000 ./mytool analyze &#39;big file.csv&#39; --budget 2s"
-    ));
+    assert!(
+        page.contains("AGENT_CALL_BUDGET_MS=60000 ./mytool analyze 'big file.csv' --budget 2s")
+    );
 }
 
 /// A report read back from its JSON gives the same page as the run itself (what `conform

@@ -35,10 +35,11 @@
 //! assert!(text.starts_with("<!DOCTYPE html>"));
 //! ```
 //!
-//! `conform matrix` builds its page the same way ([`crate::report::html`] for the pieces,
-//! one [`run_page`] per tool).
+//! `conform matrix` builds its pages the same way: one [`run_page`] per tool, and
+//! [`matrix::page`] for the table of them all.
 
 pub mod chart;
+pub mod matrix;
 pub mod timeline;
 pub mod view;
 
@@ -70,6 +71,11 @@ impl Html {
         Html(format!("<p>{}</p>", esc(text)))
     }
 
+    /// A link to `href` (a relative one: the page loads nothing) saying `text`.
+    pub fn link(href: &str, text: &str) -> Html {
+        Html(format!("<a href=\"{}\">{}</a>", attr(href), esc(text)))
+    }
+
     /// Text as preformatted code.
     pub fn pre(text: &str) -> Html {
         Html(format!("<pre>{}</pre>", esc(text)))
@@ -98,7 +104,7 @@ impl fmt::Display for Html {
 }
 
 /// `text` made inert ([`inert::text`]: every control character a visible escape, newlines
-/// kept) and escaped for an HTML text node or a quoted attribute value.
+/// kept) and escaped for an HTML text node or an attribute value in double quotes.
 pub fn esc(text: &str) -> String {
     escape_html(&inert::text(text))
 }
@@ -108,16 +114,27 @@ pub fn attr(text: &str) -> String {
     escape_html(&inert::line(text))
 }
 
+/// The HTML escape of `text`; the blanks that end a line are written as character references,
+/// which show the same (a tool's output keeps them) and leave no trailing blank in the page.
 fn escape_html(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            _ => out.push(c),
+    for (n, line) in text.split('\n').enumerate() {
+        if n > 0 {
+            out.push('\n');
+        }
+        let kept = line.trim_end_matches([' ', '\t']);
+        for c in kept.chars() {
+            match c {
+                '&' => out.push_str("&amp;"),
+                '<' => out.push_str("&lt;"),
+                '>' => out.push_str("&gt;"),
+                // Every attribute conform writes is in double quotes.
+                '"' => out.push_str("&quot;"),
+                _ => out.push(c),
+            }
+        }
+        for c in line[kept.len()..].chars() {
+            out.push_str(if c == '\t' { "&#9;" } else { "&#32;" });
         }
     }
     out
@@ -152,6 +169,9 @@ pub struct Page {
     pub sections: Vec<Section>,
 }
 
+/// The most characters of a page's `<title>`.
+const TITLE_CHARS: usize = 64;
+
 /// The page's style sheet.
 const STYLE: &str = include_str!("style.css");
 
@@ -182,9 +202,11 @@ impl Page {
             "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
              <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
              <meta http-equiv=\"Content-Security-Policy\" content=\"{CONTENT_SECURITY_POLICY}\">\n\
-             <meta name=\"generator\" content=\"conform {}\">\n<title>{}</title>\n<style>\n{STYLE}</style>\n</head>\n<body>\n<header>\n{}\n</header>\n",
+             <meta name=\"generator\" content=\"conform {}\">\n<title>{}</title>\n<style>\n{STYLE}</style>\n</head>\n<body>\n{}\n<header>\n{}\n</header>\n",
             env!("CARGO_PKG_VERSION"),
-            esc(&self.title),
+            // A tab's or a window's title: short (the heading says it whole).
+            esc(&timeline::cut(&self.title, TITLE_CHARS)),
+            timeline::patterns(),
             self.header
         );
         if self.sections.len() > 1 {
@@ -665,11 +687,11 @@ fn legend() -> Html {
             "a call that ended by itself; the words under it say its exit code",
         ),
         (
-            "<rect class=\"bar handoff\" x=\"2\" y=\"4\" width=\"40\" height=\"12\" fill=\"url(#lg-stripes)\"/><path class=\"arrow\" d=\"M43,4 l8,6 l-8,6 z\"/>",
+            "<rect class=\"bar handoff\" x=\"2\" y=\"4\" width=\"40\" height=\"12\" fill=\"url(#pattern-stripes)\"/><path class=\"arrow\" d=\"M43,4 l8,6 l-8,6 z\"/>",
             "striped, ending in an arrow: a call that handed its work off (exit 14, INCOMPLETE)",
         ),
         (
-            "<rect class=\"bar killed\" x=\"2\" y=\"4\" width=\"40\" height=\"12\" fill=\"url(#lg-cross)\"/><path class=\"cross\" d=\"M43,6 l8,8 m0,-8 l-8,8\"/>",
+            "<rect class=\"bar killed\" x=\"2\" y=\"4\" width=\"40\" height=\"12\" fill=\"url(#pattern-cross)\"/><path class=\"cross\" d=\"M43,6 l8,8 m0,-8 l-8,8\"/>",
             "cross-hatched, ending in a cross: a call ended by a signal, or killed by conform at its limit",
         ),
         (
@@ -685,7 +707,7 @@ fn legend() -> Html {
             "a dashed line: the longest the call could hold its caller (budget, next checkpoint, start-up, slack)",
         ),
         (
-            "<rect class=\"over\" x=\"2\" y=\"2\" width=\"40\" height=\"16\" fill=\"url(#lg-over)\"/>",
+            "<rect class=\"over\" x=\"2\" y=\"2\" width=\"40\" height=\"16\" fill=\"url(#pattern-over)\"/>",
             "densely hatched: the time a call held its caller past that bound",
         ),
         (
@@ -699,11 +721,7 @@ fn legend() -> Html {
     ];
     let mut s = String::from(
         "<p>Each row is a step of the scenario (the hops of a continue loop share one), its bars on one time axis from the scenario's start. The step a finding names is marked red at its left edge and its name says so; under each bar, in words: how it ended, after how long, the progress it reported, its budget, how long it could hold its caller. Every picture has the same in words for screen readers, and as a table under it.</p>\
-         <svg width=\"0\" height=\"0\" aria-hidden=\"true\" class=\"defs\"><defs>\
-         <pattern id=\"lg-stripes\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" patternTransform=\"rotate(45)\"><rect width=\"6\" height=\"6\" class=\"p-bg-handoff\"/><line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\" class=\"p-line\"/></pattern>\
-         <pattern id=\"lg-cross\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\"><rect width=\"6\" height=\"6\" class=\"p-bg-killed\"/><path d=\"M0,0 L6,6 M6,0 L0,6\" class=\"p-line\"/></pattern>\
-         <pattern id=\"lg-over\" width=\"4\" height=\"4\" patternUnits=\"userSpaceOnUse\" patternTransform=\"rotate(-45)\"><rect width=\"4\" height=\"4\" class=\"p-bg-over\"/><line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"4\" class=\"p-line-over\"/></pattern>\
-         </defs></svg><ul class=\"legend\">",
+<ul class=\"legend\">",
     );
     for (shape, words) in items {
         let _ = write!(

@@ -127,6 +127,24 @@ pub struct Timeline {
     pub lanes: Vec<Lane>,
 }
 
+/// The ids of the patterns a timeline's bars are filled with: [`patterns`] defines them once
+/// per page ([`super::Page::render`] does).
+pub const PATTERN_PREFIX: &str = "pattern-";
+
+/// The patterns the bars of every timeline and histogram of a page are filled with, as an
+/// invisible SVG of definitions: hand-offs striped, kills cross-hatched, an overrun densely
+/// hatched, so that no kind of bar is told by colour alone.
+pub fn patterns() -> Html {
+    let p = PATTERN_PREFIX;
+    Html(format!(
+        "<svg width=\"0\" height=\"0\" aria-hidden=\"true\" class=\"defs\" xmlns=\"http://www.w3.org/2000/svg\"><defs>\
+         <pattern id=\"{p}stripes\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" patternTransform=\"rotate(45)\"><rect width=\"6\" height=\"6\" class=\"p-bg-handoff\"/><line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\" class=\"p-line\"/></pattern>\
+         <pattern id=\"{p}cross\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\"><rect width=\"6\" height=\"6\" class=\"p-bg-killed\"/><path d=\"M0,0 L6,6 M6,0 L0,6\" class=\"p-line\"/></pattern>\
+         <pattern id=\"{p}over\" width=\"4\" height=\"4\" patternUnits=\"userSpaceOnUse\" patternTransform=\"rotate(-45)\"><rect width=\"4\" height=\"4\" class=\"p-bg-over\"/><line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"4\" class=\"p-line-over\"/></pattern>\
+         </defs></svg>"
+    ))
+}
+
 /// Width of the picture (SVG user units, which the page scales to its column).
 const WIDTH: u64 = 960;
 /// The column of lane names.
@@ -258,15 +276,6 @@ impl Timeline {
             esc(&self.title),
             esc(&self.description())
         );
-        // Patterns: the kinds of bars are told apart without colour.
-        let _ = write!(
-            s,
-            "<defs>\
-             <pattern id=\"{id}-stripes\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" patternTransform=\"rotate(45)\"><rect width=\"6\" height=\"6\" class=\"p-bg-handoff\"/><line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\" class=\"p-line\"/></pattern>\
-             <pattern id=\"{id}-cross\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\"><rect width=\"6\" height=\"6\" class=\"p-bg-killed\"/><path d=\"M0,0 L6,6 M6,0 L0,6\" class=\"p-line\"/></pattern>\
-             <pattern id=\"{id}-over\" width=\"4\" height=\"4\" patternUnits=\"userSpaceOnUse\" patternTransform=\"rotate(-45)\"><rect width=\"4\" height=\"4\" class=\"p-bg-over\"/><line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"4\" class=\"p-line-over\"/></pattern>\
-             </defs>"
-        );
         // The axis: ticks at a round step, labelled.
         let step = tick_step(end);
         let mut t = 0;
@@ -306,22 +315,22 @@ impl Timeline {
                 let x0 = x(span.start_ms);
                 let width = (x(span.end_ms) - x0).max(2.0);
                 let fill = match span.kind {
-                    SpanKind::HandOff => format!(" fill=\"url(#{id}-stripes)\""),
-                    SpanKind::Killed => format!(" fill=\"url(#{id}-cross)\""),
+                    SpanKind::HandOff => format!(" fill=\"url(#{PATTERN_PREFIX}stripes)\""),
+                    SpanKind::Killed => format!(" fill=\"url(#{PATTERN_PREFIX}cross)\""),
                     SpanKind::Call | SpanKind::Conform => String::new(),
                 };
+                // Its words are under it, and in the picture's description.
                 let _ = write!(
                     s,
-                    "<rect class=\"bar {}\" x=\"{x0:.1}\" y=\"{bar_top}\" width=\"{width:.1}\" height=\"{bar_height}\"{fill}><title>{}</title></rect>",
-                    span.kind.class(),
-                    esc(&span.label)
+                    "<rect class=\"bar {}\" x=\"{x0:.1}\" y=\"{bar_top}\" width=\"{width:.1}\" height=\"{bar_height}\"{fill}/>",
+                    span.kind.class()
                 );
                 if let Some(from) = span.over_from_ms {
                     let ox = x(from);
                     let ow = (x(span.end_ms) - ox).max(2.0);
                     let _ = write!(
                         s,
-                        "<rect class=\"over\" x=\"{ox:.1}\" y=\"{}\" width=\"{ow:.1}\" height=\"{}\" fill=\"url(#{id}-over)\"><title>held its caller past its bound</title></rect>",
+                        "<rect class=\"over\" x=\"{ox:.1}\" y=\"{}\" width=\"{ow:.1}\" height=\"{}\" fill=\"url(#{PATTERN_PREFIX}over)\"><title>held its caller past its bound</title></rect>",
                         bar_top - 3,
                         bar_height + 6
                     );
@@ -447,7 +456,7 @@ fn tick_step(end: u64) -> u64 {
 }
 
 /// At most `n` characters of `text`, `…` marking a cut.
-fn cut(text: &str, n: usize) -> String {
+pub(super) fn cut(text: &str, n: usize) -> String {
     if text.chars().count() <= n {
         return text.to_owned();
     }
@@ -467,7 +476,13 @@ fn command_words(command: &ReproCommand) -> String {
                 .collect::<Vec<_>>()
                 .join(" ")
         }
-        ReproCommand::Shell(line) => line.clone(),
+        // A continue_command: its program by its file name too.
+        ReproCommand::Shell(line) => {
+            let mut words = line.split(' ');
+            let program = words.next().unwrap_or_default();
+            let program = program.rsplit('/').next().unwrap_or(program);
+            std::iter::once(program).chain(words).collect::<Vec<_>>().join(" ")
+        }
     }
 }
 
