@@ -54,7 +54,7 @@ fn rows(columns: &[Column<'_>]) -> BTreeMap<String, BTreeMap<String, Obligation>
 fn table(columns: &[Column<'_>]) -> Html {
     let width = columns.len() + 2;
     let mut s = String::from(
-        "<table class=\"matrix\"><caption>Each cell: the scenario's status in that run (pass, fail, skip, error, xfail: a failure its baseline expects), linked to its evidence; a dash: not in that run.</caption><thead><tr><th scope=\"col\">scenario</th><th scope=\"col\">level</th>",
+        "<div class=\"wide\"><table class=\"matrix\"><caption>Each cell: the scenario's status in that run (pass, fail, skip, error, xfail: a failure its baseline expects), linked to its evidence; a dash: not in that run.</caption><thead><tr><th scope=\"col\">scenario</th><th scope=\"col\">level</th>",
     );
     for c in columns {
         let _ =
@@ -163,6 +163,6 @@ fn table(columns: &[Column<'_>]) -> Html {
         }
         s.push_str("</tbody>");
     }
-    s.push_str("</table>");
+    s.push_str("</table></div>");
     Html::own(s)
 }
