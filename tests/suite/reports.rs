@@ -176,6 +176,48 @@ mod page {
         Some(seen)
     }
 
+    /// A check that cannot fail is a defect: on a broken page (a script the page's policy
+    /// refuses, a failure without its timeline, a picture without its words, a link to nowhere,
+    /// an id twice) the browser check sees each.
+    #[test]
+    fn the_browser_check_sees_a_broken_page() {
+        let Some(chromium) = chromium() else { return };
+        let dir = tempfile::tempdir().unwrap();
+        let page = dir.path().join("broken.html");
+        std::fs::write(
+            &page,
+            "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'\"><title>broken</title></head><body>\
+             <article class=\"failure\"><h3 id=\"x\">FAIL x</h3><p>no timeline</p></article>\
+             <svg role=\"img\" aria-labelledby=\"nothing\" width=\"10\" height=\"10\"></svg>\
+             <a href=\"#nowhere\">here</a><p id=\"x\">twice</p><script>throw new Error('boom')</script></body></html>",
+        )
+        .unwrap();
+        let script = workspace_root().join("tests/browser/check-page.mjs");
+        let out = Command::new("node")
+            .arg(script)
+            .arg("--chromium")
+            .arg(chromium)
+            .arg("--page")
+            .arg(&page)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let seen: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let errors = seen["errors"].to_string();
+        assert!(errors.contains("Content Security Policy"), "the refused script: {seen:#}");
+        let checks = &seen["checks"];
+        assert_eq!(checks["withoutTimeline"], serde_json::json!(["FAIL x"]), "{seen:#}");
+        assert_eq!(checks["unlabelled"].as_array().unwrap().len(), 1, "{seen:#}");
+        assert_eq!(checks["nowhere"], serde_json::json!(["nowhere"]), "{seen:#}");
+        assert_eq!(checks["duplicateIds"], serde_json::json!(["x"]), "{seen:#}");
+        // And the validator refuses it.
+        if let Some(validator) = html_validate() {
+            let out = Command::new(validator).arg(&page).output().unwrap();
+            assert!(!out.status.success(), "html-validate let a broken page through");
+            assert!(text(&out.stdout).contains("no-dup-id"), "{}", text(&out.stdout));
+        }
+    }
+
     /// A copy of reftool's profile with this fault in `[tool.env]`.
     fn faulty_profile(fault: &str, dir: &Path) -> PathBuf {
         let original = workspace_root().join("reference-tool").join("conform.toml");
