@@ -18,6 +18,8 @@
 //! the validator) to the reason; without the browser and without that variable it fails,
 //! saying how to install it. They run in nextest's `ci` lane.
 
+#![allow(clippy::unwrap_used)]
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
