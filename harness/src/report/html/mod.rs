@@ -52,7 +52,7 @@ use crate::event::{Event, ReportError, Reporter};
 use crate::exit;
 use crate::inert;
 use crate::levels::{Claim, KitStatus};
-use crate::outcome::{BaselineMark, Finding, Repro};
+use crate::outcome::{BaselineMark, Finding};
 use view::{EvidenceView, RunView, ScenarioView, StatusWord};
 
 /// Markup conform wrote, safe to put in a page: made only by this module's functions, which
@@ -633,7 +633,7 @@ fn step_details(run: &RunView, e: &EvidenceView, open: bool) -> String {
         esc(&r.name),
         esc(&r.ended.to_string()),
         human_duration(r.elapsed_ms),
-        esc(&Repro::to_string(&r.repro))
+        esc(&r.repro.to_string())
     );
     let stdout = if e.output_omitted {
         format!(

@@ -437,7 +437,7 @@ impl Timeline {
                     esc(&lane.detail),
                     span.start_ms,
                     span.end_ms,
-                    esc(&span_words(span))
+                    esc(&span.label)
                 );
             }
         }
@@ -588,11 +588,6 @@ fn record_span(evidence: &EvidenceView) -> Span {
         pipes_open_until,
         marks,
     }
-}
-
-/// One span in words, with where it sits.
-fn span_words(span: &Span) -> String {
-    span.label.clone()
 }
 
 /// The words under a lane's bars: one bar's own, or for several (the hops of a loop) how
