@@ -64,6 +64,10 @@ fn results() -> Vec<ScenarioResult> {
                         truncated: false,
                     },
                     envelope: Some(envelope(i)),
+                    started_ms: Some(s as u64 * 640),
+                    budget_ms: Some(500),
+                    may_hold_ms: Some(2010),
+                    signal: None,
                 })
                 .collect();
             let status = if i % 10 == 0 { Status::Fail } else { Status::Pass };
@@ -87,6 +91,7 @@ fn results() -> Vec<ScenarioResult> {
                 findings,
                 notes: Vec::new(),
                 steps,
+                actions: Vec::new(),
                 duration_ms: 700,
                 baseline: None,
                 first_run: None,

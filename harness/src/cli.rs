@@ -1,4 +1,4 @@
-//! The command line: `conform run | list | explain | init | manual | completions`.
+//! The command line: `conform run | matrix | list | explain | init | manual | completions`.
 //!
 //! Parsing is clap's; everything after parsing is a function returning conform's exit code
 //! ([`crate::exit`]). A bad invocation, an unreadable or invalid profile, a filter that matches
@@ -88,6 +88,16 @@ pub struct Cli {
 pub enum Command {
     /// Run the scenarios against a tool and report per criterion.
     Run(RunArgs),
+    /// Run (or read the reports of) several implementations and write one page comparing
+    /// them, with a page for each (`conform manual matrix`).
+    Matrix {
+        /// The matrix file: the implementations, each a tool with its profile or a JSON report.
+        matrix: PathBuf,
+        /// Write the pages into this directory (`index.html`, one page and one JSON report per
+        /// implementation).
+        #[arg(long, value_name = "DIR")]
+        html: PathBuf,
+    },
     /// List the scenario catalogue.
     List {
         /// Output format.
@@ -164,6 +174,14 @@ pub struct RunArgs {
     /// Also write a Markdown summary here (for CI step summaries).
     #[arg(long = "summary-md", value_name = "FILE")]
     pub summary_md: Option<PathBuf>,
+    /// Also write one self-contained HTML page here: the failures first, every scenario's
+    /// timeline, the evidence folded (`conform manual running`).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// List every scenario in the report (under its requirement, and under its skip reason)
+    /// and every skipped one in the progress lines.
+    #[arg(short = 'v', long)]
+    pub verbose: bool,
     /// Compare each step's normalized response with the snapshots in DIR.
     #[arg(long, value_name = "DIR")]
     pub snapshots: Option<PathBuf>,
@@ -233,6 +251,7 @@ pub fn main_with(args: impl IntoIterator<Item = OsString>) -> u8 {
     };
     let result = match cli.command {
         Command::Run(run) => run_command(&run, started),
+        Command::Matrix { matrix, html } => matrix_command(&matrix, &html),
         Command::List { format } => list(format),
         Command::Explain { scenario_id, format } => explain(&scenario_id, format),
         Command::Init { tool, output } => init(&tool, output.as_deref()),
@@ -376,6 +395,8 @@ fn run_command(args: &RunArgs, started: Instant) -> Result<u8, ArgError> {
         summary_md: args.summary_md.clone(),
         progress: true,
         evidence: args.evidence,
+        verbose: args.verbose,
+        html: args.html.clone(),
     };
     let baseline = match &args.baseline {
         Some(path) => {
@@ -392,7 +413,7 @@ fn run_command(args: &RunArgs, started: Instant) -> Result<u8, ArgError> {
     };
     let reporters = report::reporters(&options).map_err(|e| fail(e.to_string()))?;
     // What conform itself writes during the run is not the tool's write outside its sandbox.
-    for own in [&args.junit, &args.summary_md, &args.snapshots].into_iter().flatten() {
+    for own in [&args.junit, &args.summary_md, &args.html, &args.snapshots].into_iter().flatten() {
         crate::sandbox::ignore_outside(own);
     }
 
@@ -504,6 +525,20 @@ fn run_command(args: &RunArgs, started: Instant) -> Result<u8, ArgError> {
         return Ok(exit::GENERAL_ERROR);
     }
     Ok(code)
+}
+
+fn matrix_command(matrix: &Path, dir: &Path) -> Result<u8, ArgError> {
+    let fail = |m: String| ArgError::new(m, OutputFormat::Human);
+    let loaded = crate::matrix::Matrix::load(matrix).map_err(fail)?;
+    let conform = crate::matrix::this_conform().map_err(fail)?;
+    let mut log = std::io::stderr();
+    match crate::matrix::build(&loaded, dir, &conform, &mut log) {
+        Ok(code) => Ok(code),
+        Err(e) => {
+            eprintln!("conform: {}", crate::inert::text(&e));
+            Ok(exit::GENERAL_ERROR)
+        }
+    }
 }
 
 fn init(tool_arg: &OsString, output: Option<&Path>) -> Result<u8, ArgError> {

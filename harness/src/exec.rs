@@ -227,6 +227,8 @@ pub struct Outcome {
     pub stdout: Captured,
     /// Its standard error.
     pub stderr: Captured,
+    /// When the process was spawned: the instant every duration of the outcome runs from.
+    pub started: std::time::Instant,
     /// From spawn to the exit of the process conform started.
     pub elapsed: Duration,
     /// From spawn to end-of-file on both stdout and stderr. `None` when the pipes were still

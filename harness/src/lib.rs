@@ -11,6 +11,7 @@
 //! (The TOML examples below are parsed by a test, so they stay true.)
 //!
 #![doc = include_str!("../docs/running.md")]
+#![doc = include_str!("../docs/matrix.md")]
 #![doc = include_str!("../docs/stages.md")]
 #![doc = include_str!("../docs/levels.md")]
 #![doc = include_str!("../docs/profile.md")]
@@ -34,6 +35,7 @@ pub mod init;
 pub mod input;
 pub mod interrupt;
 pub mod levels;
+pub mod matrix;
 pub mod observe;
 pub mod outcome;
 pub mod pace;

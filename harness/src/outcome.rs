@@ -870,7 +870,9 @@ pub const STDERR_TAIL_BYTES: usize = 2048;
 /// Part of a captured stream, lossily decoded.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Excerpt {
-    /// The kept text.
+    /// The kept text (a report leaves it out where the record's `envelope` holds it, or
+    /// where it keeps no output of the tool: read back, it is empty).
+    #[serde(default)]
     pub text: String,
     /// How many bytes the process wrote in all.
     pub total_bytes: u64,
@@ -921,6 +923,95 @@ pub struct StepRecord {
     /// The JSON object stdout held, when it held one of at most [`RECORD_ENVELOPE_BYTES`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub envelope: Option<Value>,
+    /// When the process was spawned, from the start of its scenario (the clock of the
+    /// scenario's `duration_ms`): with `elapsed_ms`, where the call sits on the scenario's
+    /// timeline. `None` for a run outside a scenario (the discovery run a headline shows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_ms: Option<u64>,
+    /// The budget the call had to keep, as the tool must have resolved it (`--budget`, else
+    /// `AGENT_CALL_BUDGET_MS`, else 30 s; REQ-F-080), for a call of an interruptible command or
+    /// `job wait`; `None` for any other call, and for one without a budget (`--budget 0`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_ms: Option<u64>,
+    /// How long the call could hold its caller before conform failed it: the budget, the
+    /// next checkpoint of a resume-only command, the tool's start-up and the slack; "at once"
+    /// for `job status` (see `conform manual scenarios`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub may_hold_ms: Option<u64>,
+    /// A signal conform sent into the run while it went on (a step's `kill_group`, a stream's
+    /// signal after its lines).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<SentSignal>,
+}
+
+/// A signal conform sent to a step's process, or its process group, while it ran.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SentSignal {
+    /// The signal, e.g. `SIGTERM`.
+    pub signal: String,
+    /// When it was sent, from the spawn of the process.
+    pub after_ms: u64,
+    /// Whom it went to.
+    pub to: SignalTarget,
+}
+
+/// Whom conform sent a signal to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SignalTarget {
+    /// The process conform started, alone (a stream's SIGINT, as an agent interrupts it).
+    Process,
+    /// Its whole process group (a caller killed with everything it started in the group).
+    Group,
+}
+
+/// What a step that runs no process of the tool did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ActionKind {
+    /// `sleep`: conform waited.
+    Sleep,
+    /// `kill-worker`: conform signalled every process carrying the sandbox marker.
+    KillWorker,
+    /// `shell`: a command line of the scenario, e.g. changing the input between two calls.
+    Shell,
+    /// `verify`: the role's effect oracle.
+    Verify,
+    /// `no-processes`: conform waited until no process of the sandbox was alive.
+    NoProcesses,
+    /// `elapsed-since`: conform measured the time since an earlier step began.
+    ElapsedSince,
+}
+
+impl ActionKind {
+    /// The step action's word, as scenario files write it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ActionKind::Sleep => "sleep",
+            ActionKind::KillWorker => "kill-worker",
+            ActionKind::Shell => "shell",
+            ActionKind::Verify => "verify",
+            ActionKind::NoProcesses => "no-processes",
+            ActionKind::ElapsedSince => "elapsed-since",
+        }
+    }
+}
+
+/// The record of a step that ran no process of the tool (a pause, a kill of the job's workers,
+/// a shell line, the effect oracle, a wait, a bound measured): where it sits on the scenario's
+/// timeline, beside the [`StepRecord`]s of the calls.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ActionRecord {
+    /// The step's name.
+    pub step: String,
+    /// What it did.
+    pub action: ActionKind,
+    /// When it began, from the start of its scenario.
+    pub started_ms: u64,
+    /// How long it took.
+    pub elapsed_ms: u64,
+    /// What it did, in a few words (`SIGKILL to 2 processes: 4242, 4243`, `slept 600 ms`).
+    pub detail: String,
 }
 
 /// The largest stdout whose parsed document a [`StepRecord`] keeps. The checks judge a larger
@@ -949,6 +1040,10 @@ impl StepRecord {
             stdout: Excerpt::head(&outcome.stdout, STDOUT_EXCERPT_BYTES),
             stderr: Excerpt::tail(&outcome.stderr, STDERR_TAIL_BYTES),
             envelope,
+            started_ms: None,
+            budget_ms: None,
+            may_hold_ms: None,
+            signal: None,
         }
     }
 }
@@ -1054,6 +1149,10 @@ pub struct ScenarioResult {
     /// Every process the scenario ran, in order (`evidence` in the JSON report).
     #[serde(default, rename = "evidence")]
     pub steps: Vec<StepRecord>,
+    /// The steps that ran no process of the tool (pauses, kills of workers, shell lines, the
+    /// effect oracle), in order: with `steps`, the scenario's timeline.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub actions: Vec<ActionRecord>,
     /// Wall-clock time of the whole scenario.
     pub duration_ms: u64,
     /// What the baseline said, when one is in use.

@@ -335,8 +335,15 @@ impl Engine {
             },
             None => None,
         };
-        let steps =
-            step::run_steps(&self.subject, scenario, &sandbox, calibration, input, idle_timeout);
+        let steps = step::run_steps(
+            &self.subject,
+            scenario,
+            &sandbox,
+            calibration,
+            input,
+            idle_timeout,
+            started,
+        );
         let (mut findings, harness_error) = (steps.findings, steps.harness_error);
         // A leak after a cancel that failed is that cancel's doing: the finding says which.
         let after_cancels = match steps.failed_cancels.as_slice() {
@@ -378,6 +385,7 @@ impl Engine {
             notes.push(Note::OutsideWrites(outside.iter().map(ToString::to_string).collect()));
         }
         result.steps = steps.records;
+        result.actions = steps.actions;
         notes.extend(steps.notes);
         result.status = match (harness_error, steps.skip, findings.is_empty()) {
             (Some(message), _, _) => Status::Error { message },
@@ -409,6 +417,7 @@ fn result_for(s: &Scenario, status: Status) -> ScenarioResult {
         findings: Vec::new(),
         notes: Vec::new(),
         steps: Vec::new(),
+        actions: Vec::new(),
         duration_ms: 0,
         baseline: None,
         first_run: None,

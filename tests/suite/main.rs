@@ -5,5 +5,6 @@ mod fixtures_paths;
 mod portable_snapshots;
 mod readme;
 mod reftool_catalogue;
+mod reports;
 mod schemas;
 mod stall_bound;

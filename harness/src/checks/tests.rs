@@ -53,6 +53,7 @@ impl Parts {
             stdout_lines: self.stdout.iter().filter(|&&b| b == b'\n').count() as u64,
             stdout: captured(self.stdout),
             stderr: captured(self.stderr),
+            started: std::time::Instant::now(),
             elapsed: Duration::from_millis(self.elapsed_ms),
             pipes_closed_after: self.pipes_closed_after_ms.map(Duration::from_millis),
             pid: 4242,

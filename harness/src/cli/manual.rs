@@ -29,7 +29,8 @@ macro_rules! topics {
 
 /// The topics, in the order of the crate docs.
 pub const TOPICS: &[Topic] = topics! {
-    "running": "the commands and their options, exit codes, interruption",
+    "running": "the commands and their options, exit codes, interruption, the HTML page",
+    "matrix": "several implementations side by side: conform matrix",
     "stages": "how a run goes, one module per stage",
     "levels": "the spec's level claims and the kit's checks",
     "profile": "conform.toml: roles, kit probes, the kit's JSON profile",

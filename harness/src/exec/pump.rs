@@ -408,6 +408,7 @@ impl Pump {
             termination,
             stdout: std::mem::take(&mut self.stdout.captured),
             stderr: std::mem::take(&mut self.stderr.captured),
+            started: self.started,
             elapsed: exited_at.saturating_duration_since(self.started),
             pipes_closed_after,
             pid: self.pid,

@@ -1,5 +1,11 @@
-//! The human report: grouped by requirement, one line per scenario, then every failure with its
-//! evidence and the command that reproduces it, then the verdicts.
+//! The human report, for a person at a terminal: what failed with its evidence and the command
+//! that reproduces it, what was skipped and why (each reason once, with its count), the
+//! verdicts; what passed only as a count per requirement. It fits a screen when the tool
+//! passes. Verbose (`conform run -v`) lists every scenario under its requirement and the
+//! scenarios of each skip reason, as the report did before it was brief.
+//!
+//! It does not repeat the progress lines ([`super::progress`]): those say as the run goes
+//! which scenario finished and each role's calibration; the report says what the run came to.
 
 use std::fmt::Write as _;
 
@@ -8,7 +14,7 @@ use crate::event::{Event, ReportError, Reporter};
 use crate::exit;
 use crate::inert::Styles;
 use crate::levels::{Claim, ClaimVerdict, KitCheckVerdict, KitStatus};
-use crate::outcome::{BaselineMark, Note, ScenarioResult, Status, StepRecord};
+use crate::outcome::{BaselineMark, Note, ScenarioResult, SkipReason, Status, StepRecord};
 use crate::scenario::Obligation;
 use crate::summary::Verdict;
 
@@ -19,23 +25,75 @@ pub const STDERR_LINES: usize = 8;
 pub struct HumanReporter {
     sink: Sink,
     colour: bool,
+    verbose: bool,
     collector: Collector,
 }
 
 impl HumanReporter {
     /// A reporter writing to `sink`, with ANSI colours when `colour` is true.
     pub fn new(sink: Sink, colour: bool) -> Self {
-        HumanReporter { sink, colour, collector: Collector::default() }
+        HumanReporter { sink, colour, verbose: false, collector: Collector::default() }
+    }
+
+    /// The same, listing every scenario ([`render_with`]) when `verbose`.
+    #[must_use]
+    pub fn verbose(mut self, verbose: bool) -> Self {
+        self.verbose = verbose;
+        self
     }
 }
 
 impl Reporter for HumanReporter {
     fn handle(&mut self, event: &Event) -> Result<(), ReportError> {
         match self.collector.record(event) {
-            Some(report) => self.sink.write_all(&render(&report, self.colour)),
+            Some(report) => self.sink.write_all(&render_with(&report, self.colour, self.verbose)),
             None => Ok(()),
         }
     }
+}
+
+/// The width of a requirement's verdict word and the space after it, in the brief list.
+const VERDICT_WIDTH: usize = 9;
+
+/// How wide a line of the report's lists may grow before it wraps.
+const LIST_WIDTH: usize = 100;
+
+/// `items` joined by `, ` on lines that begin with `first` (the first line; it shows
+/// `first_width` characters, its colour aside) or `indent` spaces (the others), wrapped before
+/// [`LIST_WIDTH`].
+fn wrapped(first: &str, (first_width, indent): (usize, usize), items: &[String]) -> Vec<String> {
+    let first_width = first_width.max(indent);
+    let indent = " ".repeat(indent);
+    let mut lines = Vec::new();
+    let mut line = first.to_owned();
+    let mut width = first_width;
+    let mut empty = true;
+    for (n, item) in items.iter().enumerate() {
+        let piece = if n + 1 < items.len() { format!("{item},") } else { item.clone() };
+        if !empty && width + 1 + piece.chars().count() > LIST_WIDTH {
+            lines.push(std::mem::replace(&mut line, indent.clone()));
+            width = indent.len();
+            empty = true;
+        }
+        if !empty {
+            line.push(' ');
+            width += 1;
+        }
+        line.push_str(&piece);
+        width += piece.chars().count();
+        empty = false;
+    }
+    lines.push(line);
+    lines
+}
+
+/// Whether a skip is the profile's absence: a role or kit probe that only a profile names.
+fn for_want_of_a_profile(reason: &SkipReason) -> bool {
+    matches!(
+        reason,
+        SkipReason::MissingRoles { profile: false, .. }
+            | SkipReason::MissingKit { profile: false, .. }
+    )
 }
 
 /// ANSI styling that is a no-op when colour is off; its sequences carry the key of the
@@ -83,6 +141,18 @@ impl Paint {
             Claim::NotApplicable => self.dim(c.as_str()),
         }
     }
+    /// A requirement's verdict as the first word of a line, padded (and in capitals when it
+    /// fails, like a failed scenario).
+    fn verdict_word(self, v: Verdict) -> String {
+        let word =
+            format!("{:<VERDICT_WIDTH$}", if v == Verdict::Fail { "FAIL" } else { v.as_str() });
+        match v {
+            Verdict::Pass => self.green(&word),
+            Verdict::Fail => self.red(&word),
+            Verdict::Partial => self.yellow(&word),
+            Verdict::Skipped => self.dim(&word),
+        }
+    }
     fn verdict(self, v: Verdict) -> String {
         match v {
             Verdict::Pass => self.green(v.as_str()),
@@ -93,36 +163,119 @@ impl Paint {
     }
 }
 
-/// The whole human report as text. Everything in it that conform did not write (the tool's
-/// output, command lines, paths) is made inert ([`crate::inert`]): only conform's own colours
-/// reach the terminal as escape sequences.
+/// The whole human report as text, brief. Everything in it that conform did not write (the
+/// tool's output, command lines, paths) is made inert ([`crate::inert`]): only conform's own
+/// colours reach the terminal as escape sequences.
 pub fn render(report: &RunReport, colour: bool) -> String {
+    render_with(report, colour, false)
+}
+
+/// The human report, brief or (`verbose`) listing every scenario: under its requirement with
+/// its status, and under its skip reason.
+pub fn render_with(report: &RunReport, colour: bool, verbose: bool) -> String {
     let styles = Styles::new();
     let p = Paint(colour.then_some(styles));
     let mut out = String::new();
     let info = &report.info;
+    // How many scenarios and how many at once: the progress lines said it as the run began,
+    // and the summary says it again.
     let _ = writeln!(
         out,
-        "{} {} against the CLI Agent Spec {} ({} scenarios, {})",
+        "{} {} against the CLI Agent Spec {}",
         p.bold("conform:"),
         info.tool,
-        info.spec_version,
-        info.scenario_count,
-        super::progress::at_a_time(info)
+        info.spec_version
     );
+    let unprofiled = report
+        .results
+        .iter()
+        .filter(|r| matches!(&r.status, Status::Skip { reason } if for_want_of_a_profile(reason)))
+        .count();
+    if unprofiled > 0 {
+        let _ = writeln!(
+            out,
+            "no profile: {unprofiled} of {} scenarios need roles or kit probes that only a profile names; `conform init {}` drafts one (`conform manual profile`)",
+            report.results.len(),
+            crate::outcome::shell_quote(&info.tool)
+        );
+    }
+    match verbose {
+        true => render_scenarios(&mut out, p, report),
+        false => render_requirements(&mut out, p, report),
+    }
+    render_failures(&mut out, p, report);
+    render_skips(&mut out, p, report, verbose);
+    render_notes(&mut out, p, report, verbose);
+    render_summary(&mut out, p, report);
+    styles.finish(&out)
+}
+
+/// The verdict on each requirement (as the summary computed it).
+fn requirement_verdict(
+    report: &RunReport,
+    requirement: &str,
+    group: &[&ScenarioResult],
+) -> Verdict {
+    report
+        .summary
+        .requirements
+        .iter()
+        .find(|v| v.requirement == requirement)
+        .map_or(Verdict::of(group.iter().copied()), |v| v.verdict)
+}
+
+/// Brief: the requirements by verdict, a failing one with the scenarios that failed it.
+fn render_requirements(out: &mut String, p: Paint, report: &RunReport) {
+    let groups = report.by_requirement();
+    let _ =
+        writeln!(out, "\n{} ({}; `-v` lists every scenario)", p.bold("Requirements"), groups.len());
+    let mut by_verdict: Vec<(Verdict, Vec<String>)> = Vec::new();
+    for (requirement, group) in &groups {
+        let verdict = requirement_verdict(report, requirement, group);
+        if verdict == Verdict::Fail {
+            let failed: Vec<String> = group
+                .iter()
+                .filter(|r| r.counts_against_conformance())
+                .map(|r| r.id.clone())
+                .collect();
+            let tail = format!("{requirement}: {} of {} failed: ", failed.len(), group.len());
+            let head = format!("  {}{tail}", p.verdict_word(verdict));
+            let widths = (2 + VERDICT_WIDTH + tail.len(), 2 + VERDICT_WIDTH);
+            for line in wrapped(&head, widths, &failed) {
+                let _ = writeln!(out, "{line}");
+            }
+            continue;
+        }
+        match by_verdict.iter_mut().find(|(v, _)| *v == verdict) {
+            Some((_, names)) => names.push((*requirement).to_owned()),
+            None => by_verdict.push((verdict, vec![(*requirement).to_owned()])),
+        }
+    }
+    by_verdict.sort_by_key(|(v, _)| match v {
+        Verdict::Fail => 0,
+        Verdict::Partial => 1,
+        Verdict::Pass => 2,
+        Verdict::Skipped => 3,
+    });
+    for (verdict, names) in by_verdict {
+        let head = format!("  {}", p.verdict_word(verdict));
+        for line in wrapped(&head, (2 + VERDICT_WIDTH, 2 + VERDICT_WIDTH), &names) {
+            let _ = writeln!(out, "{line}");
+        }
+    }
+}
+
+/// Verbose: every scenario under its requirement, one line each.
+fn render_scenarios(out: &mut String, p: Paint, report: &RunReport) {
     let id_width = report.results.iter().map(|r| r.id.len()).max().unwrap_or(0).max(20);
     for (requirement, group) in report.by_requirement() {
-        let verdict = report
-            .summary
-            .requirements
-            .iter()
-            .find(|v| v.requirement == requirement)
-            .map_or(Verdict::of(group.iter().copied()), |v| v.verdict);
+        let verdict = requirement_verdict(report, requirement, &group);
         let _ = writeln!(out, "\n{} ({})", p.bold(requirement), p.verdict(verdict));
-        for r in group {
+        for r in &group {
             let _ = write!(out, "  {} {:<6} {:<id_width$}", p.status(r), r.level.as_str(), r.id);
             let tail = match (&r.status, &r.baseline) {
-                (Status::Skip { reason }, _) => p.dim(&reason.to_string()),
+                // Its reason is said once, under Skipped, with the others it skipped.
+                (Status::Skip { .. }, _) => String::new(),
                 (Status::Error { message }, _) => {
                     format!("{}  harness error: {message}", human_duration(r.duration_ms))
                 }
@@ -142,7 +295,10 @@ pub fn render(report: &RunReport, colour: bool) -> String {
             let _ = writeln!(out, " {}", tail.trim_end());
         }
     }
+}
 
+/// Every failure and harness error with its evidence, then the flaky scenarios.
+fn render_failures(out: &mut String, p: Paint, report: &RunReport) {
     let failed: Vec<&ScenarioResult> = report
         .results
         .iter()
@@ -152,7 +308,7 @@ pub fn render(report: &RunReport, colour: bool) -> String {
         let _ = writeln!(out, "\n{}", p.bold("Failures"));
         let mut any_repro = false;
         for r in failed {
-            any_repro |= render_failure(&mut out, p, r);
+            any_repro |= render_failure(out, p, r);
         }
         if any_repro {
             let _ = writeln!(
@@ -175,23 +331,99 @@ pub fn render(report: &RunReport, colour: bool) -> String {
             let _ = writeln!(out, "  {} ({}, {}){why}", r.id, r.requirement, r.level);
         }
     }
-    render_notes(&mut out, p, report);
-    render_summary(&mut out, p, report);
-    styles.finish(&out)
+}
+
+/// The skipped scenarios, one line per reason with its count (verbose: and its scenarios);
+/// the profile's absence, said at the top, is one line here whatever roles it left out.
+fn render_skips(out: &mut String, p: Paint, report: &RunReport, verbose: bool) {
+    let skipped: Vec<(&ScenarioResult, &SkipReason)> = report
+        .results
+        .iter()
+        .filter_map(|r| match &r.status {
+            Status::Skip { reason } => Some((r, reason)),
+            _ => None,
+        })
+        .collect();
+    if skipped.is_empty() {
+        return;
+    }
+    let hint = if verbose { "" } else { "; `-v` lists them" };
+    let count = match skipped.len() {
+        1 => "1 scenario".to_owned(),
+        n => format!("{n} scenarios"),
+    };
+    let _ = writeln!(out, "\n{} ({count}{hint})", p.bold("Skipped"));
+    // Reasons in the order they first come, each with its scenarios.
+    let mut reasons: Vec<(String, bool, Vec<&str>)> = Vec::new();
+    for (r, reason) in &skipped {
+        let text = reason.to_string();
+        match reasons.iter_mut().find(|(t, _, _)| *t == text) {
+            Some((_, _, ids)) => ids.push(&r.id),
+            None => reasons.push((text, for_want_of_a_profile(reason), vec![&r.id])),
+        }
+    }
+    let width = skipped.len().to_string().len();
+    let unprofiled: usize =
+        reasons.iter().filter(|(_, absent, _)| *absent).map(|(_, _, ids)| ids.len()).sum();
+    if unprofiled > 0 {
+        // Which roles: the summary's coverage lines name them.
+        let roles = !report.summary.coverage.roles_missing.is_empty();
+        let kit =
+            skipped.iter().any(|(_, r)| matches!(r, SkipReason::MissingKit { profile: false, .. }));
+        let what = match (roles, kit) {
+            (true, true) => "the roles and the kit probes a profile names",
+            (true, false) => "the roles a profile names",
+            (false, _) => "the kit probes a profile names",
+        };
+        let _ = writeln!(out, "  {unprofiled:>width$}  no profile (above): {what}");
+    }
+    for (text, absent, ids) in &reasons {
+        if *absent && !verbose {
+            continue;
+        }
+        let indent = if *absent { "    " } else { "  " };
+        let _ = writeln!(out, "{indent}{:>width$}  {}", ids.len(), p.dim(text));
+        if verbose {
+            let ids: Vec<String> = ids.iter().map(|id| (*id).to_owned()).collect();
+            let head = format!("{indent}{}  ", " ".repeat(width));
+            let widths = (head.len(), head.len());
+            for line in wrapped(&head, widths, &ids) {
+                let _ = writeln!(out, "{line}");
+            }
+        }
+    }
 }
 
 /// How many scenario ids a note lists before it only counts them.
 const NOTE_IDS: usize = 3;
 
-/// Advisory notes, each once with the scenarios it concerns; snapshot writes as counts.
-fn render_notes(out: &mut String, p: Paint, report: &RunReport) {
+/// How many entries outside the sandbox the brief report names.
+const OUTSIDE_SHOWN: usize = 3;
+
+/// Advisory notes, each once with the scenarios it concerns; snapshot writes as counts. Brief:
+/// the writes outside the sandbox are one line (the entries of every scenario, merged), and
+/// the calibrations, which the progress lines gave, are left out.
+fn render_notes(out: &mut String, p: Paint, report: &RunReport, verbose: bool) {
     let mut notes: Vec<(&Note, Vec<&str>)> = Vec::new();
     let (mut written, mut updated) = (0, 0);
+    let mut outside: Vec<&str> = Vec::new();
+    let mut outside_ids: Vec<&str> = Vec::new();
     for r in &report.results {
         for note in &r.notes {
             match note {
                 Note::SnapshotWritten { .. } => written += 1,
                 Note::SnapshotUpdated { .. } => updated += 1,
+                Note::Calibrated { .. } if !verbose => {}
+                Note::OutsideWrites(entries) if !verbose => {
+                    for entry in entries {
+                        if !outside.contains(&entry.as_str()) {
+                            outside.push(entry);
+                        }
+                    }
+                    if outside_ids.last() != Some(&r.id.as_str()) {
+                        outside_ids.push(&r.id);
+                    }
+                }
                 _ => match notes.iter_mut().find(|(n, _)| *n == note) {
                     Some((_, ids)) => ids.push(&r.id),
                     None => notes.push((note, vec![&r.id])),
@@ -199,14 +431,29 @@ fn render_notes(out: &mut String, p: Paint, report: &RunReport) {
             }
         }
     }
-    if notes.is_empty() && written + updated == 0 {
+    if notes.is_empty() && outside.is_empty() && written + updated == 0 {
         return;
     }
-    let _ = writeln!(out, "\n{}", p.bold("Notes"));
+    let hint = if verbose { "" } else { " (`-v` gives each with its scenarios)" };
+    let _ = writeln!(out, "\n{}{hint}", p.bold("Notes"));
+    let whom = |ids: &[&str]| {
+        if ids.len() <= NOTE_IDS { ids.join(", ") } else { format!("{} scenarios", ids.len()) }
+    };
+    if !outside.is_empty() {
+        let named: Vec<&str> = outside.iter().copied().take(OUTSIDE_SHOWN).collect();
+        let more = match outside.len().saturating_sub(OUTSIDE_SHOWN) {
+            0 => String::new(),
+            n => format!(" and {n} more"),
+        };
+        let _ = writeln!(
+            out,
+            "  outside the sandbox, while scenarios ran: {}{more}; a tool should write only in its HOME, TMPDIR, XDG_* directories and working directory (`conform manual hostile`) {}",
+            named.join(", "),
+            p.dim(&format!("({})", whom(&outside_ids)))
+        );
+    }
     for (note, ids) in notes {
-        let whom =
-            if ids.len() <= NOTE_IDS { ids.join(", ") } else { format!("{} scenarios", ids.len()) };
-        let _ = writeln!(out, "  {note} {}", p.dim(&format!("({whom})")));
+        let _ = writeln!(out, "  {note} {}", p.dim(&format!("({})", whom(&ids))));
     }
     if written + updated > 0 {
         let _ = writeln!(out, "  snapshots: {written} written, {updated} updated");
@@ -339,7 +586,20 @@ fn render_claims(out: &mut String, p: Paint, claims: &[ClaimVerdict]) {
     for c in &others {
         let _ = writeln!(out, "  {}: {}", c.name, p.claim(c.verdict));
     }
-    for c in claims.iter().filter(|c| c.verdict != Claim::Pass) {
+    // Claims incomplete only for their unjudged scenarios: one line for them all.
+    let only_unjudged = |c: &ClaimVerdict| {
+        c.verdict == Claim::Incomplete && c.failed.is_empty() && c.not_judged > 0
+    };
+    let unjudged: Vec<String> = claims
+        .iter()
+        .filter(|c| only_unjudged(c))
+        .map(|c| format!("{} {}", c.claim, c.not_judged))
+        .collect();
+    if !unjudged.is_empty() {
+        let _ =
+            writeln!(out, "    incomplete, `must` scenarios not judged: {}", unjudged.join(", "));
+    }
+    for c in claims.iter().filter(|c| c.verdict != Claim::Pass && !only_unjudged(c)) {
         let mut why = Vec::new();
         if !c.failed.is_empty() {
             let mut shown: Vec<&str> =
@@ -416,9 +676,14 @@ fn render_summary(out: &mut String, p: Paint, report: &RunReport) {
     if c.error > 0 {
         parts.push(format!("{} harness errors", c.error));
     }
+    // With a pace, its line says how many ran at once.
+    let at_once = match s.pace {
+        Some(_) => String::new(),
+        None => format!(", {}", super::progress::at_a_time(&report.info)),
+    };
     let _ = writeln!(
         out,
-        "  scenarios: {} ({} in all, {})",
+        "  scenarios: {} ({} in all, {}{at_once})",
         parts.join(", "),
         c.total,
         human_duration(s.duration_ms)
@@ -434,13 +699,14 @@ fn render_summary(out: &mut String, p: Paint, report: &RunReport) {
     }
     let _ = writeln!(
         out,
-        "  coverage: {} of {} scenarios ran",
+        "  coverage: {} of {} scenarios ran{}",
         s.coverage.run,
-        s.coverage.run + s.coverage.skipped
+        s.coverage.run + s.coverage.skipped,
+        match s.coverage.skipped {
+            0 => "",
+            _ => " (the skipped ones by reason above)",
+        }
     );
-    for group in &s.coverage.skip_reasons {
-        let _ = writeln!(out, "    skipped ({}): {}", group.reason, group.scenarios.join(", "));
-    }
     if !s.coverage.roles_missing.is_empty() {
         let _ = writeln!(
             out,

@@ -6,6 +6,7 @@
 //! | one JSON envelope        | [`json::JsonReporter`]      | stdout (`--format json`)   |
 //! | JUnit XML                | [`junit::JunitReporter`]    | `--junit FILE`             |
 //! | Markdown summary         | [`markdown::MarkdownReporter`] | `--summary-md FILE`     |
+//! | one HTML page            | [`html::HtmlReporter`]      | `--html FILE`              |
 //! | progress while running   | [`progress::ProgressReporter`] | stderr                  |
 //!
 //! Every reporter consumes the same [`crate::event::Event`]s. The end-of-run reports are also
@@ -15,6 +16,7 @@
 //! Colour: the human report is coloured only when stdout is a terminal and `NO_COLOR` is unset
 //! or empty ([`colour_for_stdout`]); the progress reporter decides the same for stderr.
 
+pub mod html;
 pub mod human;
 pub mod json;
 pub mod junit;
@@ -173,6 +175,10 @@ pub struct ReportOptions {
     pub progress: bool,
     /// `--evidence`: which records of the JSON report keep the tool's output.
     pub evidence: json::Evidence,
+    /// `-v`: the human report lists every scenario, the progress lines every skip.
+    pub verbose: bool,
+    /// `--html FILE`.
+    pub html: Option<PathBuf>,
 }
 
 /// The reporters for these options, in the order they get each event. Files are created now,
@@ -180,12 +186,16 @@ pub struct ReportOptions {
 pub fn reporters(options: &ReportOptions) -> Result<Vec<Box<dyn Reporter>>, ReportError> {
     let mut out: Vec<Box<dyn Reporter>> = Vec::new();
     if options.progress {
-        out.push(Box::new(progress::ProgressReporter::stderr()));
+        out.push(Box::new(
+            progress::ProgressReporter::stderr()
+                .verbose(options.verbose)
+                .report_follows(options.format == Format::Human),
+        ));
     }
     match options.format {
-        Format::Human => {
-            out.push(Box::new(human::HumanReporter::new(Sink::stdout(), colour_for_stdout())))
-        }
+        Format::Human => out.push(Box::new(
+            human::HumanReporter::new(Sink::stdout(), colour_for_stdout()).verbose(options.verbose),
+        )),
         Format::Json => {
             out.push(Box::new(json::JsonReporter::new(Sink::stdout(), options.evidence)))
         }
@@ -195,6 +205,9 @@ pub fn reporters(options: &ReportOptions) -> Result<Vec<Box<dyn Reporter>>, Repo
     }
     if let Some(path) = &options.summary_md {
         out.push(Box::new(markdown::MarkdownReporter::new(Sink::create_file(path)?)));
+    }
+    if let Some(path) = &options.html {
+        out.push(Box::new(html::HtmlReporter::new(Sink::create_file(path)?)));
     }
     Ok(out)
 }

@@ -3,8 +3,10 @@
 //!
 //! * When stderr is a terminal: a progress bar (indicatif) with the last finished scenario,
 //!   and a line above it for each failure or harness error as soon as it happens.
-//! * Otherwise (CI logs, pipes): one line per finished scenario,
-//!   `[ 3/12] pass   must   REQ-F-080 budget-flag-beats-env 2.03s`.
+//! * Otherwise (CI logs, pipes): one line per scenario that ran,
+//!   `[ 3/12] pass   must   REQ-F-080 budget-flag-beats-env 2.03s`, and one line for each run
+//!   of skipped scenarios in a row, `[40/92] skip   37 scenarios: a, b, c and 34 more`
+//!   (verbose, `conform run -v`: one line each). A skip's reason is the report's to say, once.
 //!
 //! Whatever a line quotes that conform did not write (a skip reason quoting a response, a
 //! calibration's error, the tool's path) is made inert and kept on the line ([`inert::line`]).
@@ -28,7 +30,18 @@ pub struct ProgressReporter {
     mode: Mode,
     total: usize,
     done: usize,
+    /// One line per skipped scenario instead of one per run of them.
+    verbose: bool,
+    /// Skipped scenarios not said yet (lines mode), with the count of finished ones after the
+    /// last of them.
+    skipped: Vec<String>,
+    skipped_done: usize,
+    /// The human report follows: no line of how the run ended.
+    report_follows: bool,
 }
+
+/// How many ids a line of skipped scenarios names.
+const SKIPS_NAMED: usize = 3;
 
 impl ProgressReporter {
     /// Progress on conform's stderr: a bar on a terminal, lines otherwise.
@@ -42,7 +55,15 @@ impl ProgressReporter {
 
     /// One line per finished scenario on any sink.
     pub fn new(sink: Sink, colour: bool) -> Self {
-        ProgressReporter { mode: Mode::Lines { sink, colour }, total: 0, done: 0 }
+        ProgressReporter {
+            mode: Mode::Lines { sink, colour },
+            total: 0,
+            done: 0,
+            verbose: false,
+            skipped: Vec::new(),
+            skipped_done: 0,
+            report_follows: false,
+        }
     }
 
     /// A progress bar drawn on `target`.
@@ -53,7 +74,57 @@ impl ProgressReporter {
         {
             bar.set_style(style.progress_chars("=> "));
         }
-        ProgressReporter { mode: Mode::Bar(bar), total: 0, done: 0 }
+        ProgressReporter {
+            mode: Mode::Bar(bar),
+            total: 0,
+            done: 0,
+            verbose: false,
+            skipped: Vec::new(),
+            skipped_done: 0,
+            report_follows: false,
+        }
+    }
+
+    /// One line per skipped scenario when `verbose` (lines mode).
+    #[must_use]
+    pub fn verbose(mut self, verbose: bool) -> Self {
+        self.verbose = verbose;
+        self
+    }
+
+    /// Whether the human report follows the run (on stdout): then its verdict line says how
+    /// the run ended, and the progress lines do not say it first.
+    #[must_use]
+    pub fn report_follows(mut self, follows: bool) -> Self {
+        self.report_follows = follows;
+        self
+    }
+
+    /// Says the skipped scenarios not said yet, on one line (lines mode).
+    fn flush_skips(&mut self) -> Result<(), ReportError> {
+        if self.skipped.is_empty() {
+            return Ok(());
+        }
+        let ids = std::mem::take(&mut self.skipped);
+        let width = self.total.max(self.skipped_done).to_string().len();
+        let named: Vec<&str> = ids.iter().take(SKIPS_NAMED).map(String::as_str).collect();
+        let what = match ids.len() {
+            1 => named.join(""),
+            n if n > SKIPS_NAMED => {
+                format!("{n} scenarios: {} and {} more", named.join(", "), n - SKIPS_NAMED)
+            }
+            n => format!("{n} scenarios: {}", named.join(", ")),
+        };
+        let line = format!(
+            "[{:>width$}/{}] skip   {}\n",
+            self.skipped_done,
+            self.total.max(self.skipped_done),
+            inert::line(&what)
+        );
+        match &mut self.mode {
+            Mode::Lines { sink, .. } => sink.write_all(&line),
+            Mode::Bar(_) => Ok(()),
+        }
     }
 
     /// How many scenarios have finished so far.
@@ -64,6 +135,7 @@ impl ProgressReporter {
     /// A line about the run itself (a calibration, a failed setup), between scenario lines;
     /// what it quotes of the tool is made inert, on one line.
     fn note(&mut self, line: &str) -> Result<(), ReportError> {
+        self.flush_skips()?;
         let line = inert::line(line);
         match &mut self.mode {
             Mode::Lines { sink, .. } => sink.write_all(&format!("{line}\n")),
@@ -84,12 +156,13 @@ impl ProgressReporter {
             (Status::Skip { .. }, true) => format!("\x1b[2m{word}\x1b[0m"),
             (Status::Fail | Status::Error { .. }, true) => format!("\x1b[1;31m{word}\x1b[0m"),
         };
+        // A skip's reason is the report's to say.
         let tail = match &r.status {
-            Status::Skip { reason } => inert::line(&reason.to_string()).into_owned(),
-            _ => human_duration(r.duration_ms),
+            Status::Skip { .. } => String::new(),
+            _ => format!(" {}", human_duration(r.duration_ms)),
         };
         format!(
-            "[{:>width$}/{}] {word} {:<6} {} {} {tail}",
+            "[{:>width$}/{}] {word} {:<6} {} {}{tail}",
             self.done,
             self.total.max(self.done),
             r.level.as_str(),
@@ -115,6 +188,7 @@ impl Reporter for ProgressReporter {
             Event::RunStarted(info) => {
                 self.total = info.scenario_count;
                 match &mut self.mode {
+                    Mode::Lines { .. } if self.report_follows => Ok(()),
                     Mode::Lines { sink, .. } => sink.write_all(&format!(
                         "conform: {} scenarios against {}, {}\n",
                         info.scenario_count,
@@ -159,6 +233,14 @@ impl Reporter for ProgressReporter {
                 self.note(&format!("conform: {id}: failed to prepare the sandbox: {error}"))
             }
             Event::ScenarioFinished(r) => {
+                let skip = matches!(r.status, Status::Skip { .. });
+                if let (Mode::Lines { .. }, true, false) = (&self.mode, skip, self.verbose) {
+                    self.done += 1;
+                    self.skipped.push(r.id.clone());
+                    self.skipped_done = self.done;
+                    return Ok(());
+                }
+                self.flush_skips()?;
                 self.done += 1;
                 match &self.mode {
                     Mode::Lines { colour, .. } => {
@@ -177,17 +259,21 @@ impl Reporter for ProgressReporter {
                     }
                 }
             }
-            Event::RunFinished(summary) => match &mut self.mode {
-                Mode::Lines { sink, .. } => sink.write_all(&format!(
-                    "conform: finished in {} (exit {})\n",
-                    human_duration(summary.duration_ms),
-                    summary.exit_code
-                )),
-                Mode::Bar(bar) => {
-                    bar.finish_and_clear();
-                    Ok(())
+            Event::RunFinished(summary) => {
+                self.flush_skips()?;
+                match &mut self.mode {
+                    Mode::Lines { .. } if self.report_follows => Ok(()),
+                    Mode::Lines { sink, .. } => sink.write_all(&format!(
+                        "conform: finished in {} (exit {})\n",
+                        human_duration(summary.duration_ms),
+                        summary.exit_code
+                    )),
+                    Mode::Bar(bar) => {
+                        bar.finish_and_clear();
+                        Ok(())
+                    }
                 }
-            },
+            }
         }
     }
 }

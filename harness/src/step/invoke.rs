@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::{Conditions, DEFAULT_STEP_LIMIT, ScenarioState};
 use crate::exec::{self, Invocation, Program, StdinMode, Termination};
 use crate::outcome::FindingKind;
-use crate::outcome::{Finding, SkipReason, millis};
+use crate::outcome::{Finding, SentSignal, SignalTarget, SkipReason, millis};
 use crate::scenario::{ProbeKind, RunStep, StdinKind, signal_by_name};
 
 /// How one invocation of a run step starts, beside what the step itself says.
@@ -349,8 +349,10 @@ impl ScenarioState<'_> {
             };
             running.push(run.map_err(|e| e.to_string())?);
         }
+        let mut sent = None;
         if let Some((after, signal)) = kill {
             std::thread::sleep(after.saturating_sub(start.elapsed()));
+            sent = Some((signal, Instant::now()));
             for run in &running {
                 // The group outlives its leader while any member (a worker that did not leave
                 // the caller's process group) is alive, so signal the group id directly.
@@ -360,6 +362,20 @@ impl ScenarioState<'_> {
         let mut indices = Vec::with_capacity(count);
         for (n, run) in running.into_iter().enumerate() {
             let outcome = run.wait().map_err(|e| e.to_string())?;
+            // What conform sent into the run, for its timeline.
+            let signal = match (sent, launch.line_signal, outcome.line_signal_sent_after) {
+                (Some((signal, at)), _, _) => Some(SentSignal {
+                    signal: signal.as_str().to_owned(),
+                    after_ms: millis(at.saturating_duration_since(outcome.started)),
+                    to: SignalTarget::Group,
+                }),
+                (None, Some(ls), Some(after)) => Some(SentSignal {
+                    signal: ls.signal.as_str().to_owned(),
+                    after_ms: millis(after),
+                    to: SignalTarget::Process,
+                }),
+                _ => None,
+            };
             let name = match (launch.rank, count) {
                 (None, 1) => r.name.clone(),
                 (None, _) => format!("{}#{}", r.name, n + 1),
@@ -367,6 +383,7 @@ impl ScenarioState<'_> {
                 (Some(p), _) => format!("{}#{p}.{}", r.name, n + 1),
             };
             let i = self.record(&r.name, name, &inv, outcome);
+            self.observations[i].record.signal = signal;
             if launch.line_signal.is_some() || launch.deadline.is_some() {
                 self.take_stream_response(i);
             }

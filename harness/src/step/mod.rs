@@ -33,7 +33,8 @@ use crate::exec::{self, Invocation, Program, Termination};
 use crate::observe::{self, Observation, StdoutProblem};
 use crate::outcome::FindingKind;
 use crate::outcome::{
-    FailedCancel, Finding, Note, Repro, ReproCommand, SkipReason, StepRecord, millis,
+    ActionKind, ActionRecord, FailedCancel, Finding, Note, Repro, ReproCommand, SkipReason,
+    StepRecord, millis,
 };
 use crate::prepare::SETUP_LIMIT;
 use crate::sandbox::{self, Sandbox};
@@ -149,6 +150,8 @@ pub struct StepsOutcome {
     pub harness_error: Option<String>,
     /// Every process the scenario ran, in order.
     pub records: Vec<StepRecord>,
+    /// The steps that ran no process of the tool, in order.
+    pub actions: Vec<ActionRecord>,
     /// Why the scenario could not be judged as the profile stands, when a step found out.
     pub skip: Option<SkipReason>,
     /// The clean-up's cancels that failed and matter (the `cleanup` module).
@@ -158,6 +161,7 @@ pub struct StepsOutcome {
 }
 
 /// Runs the scenario's steps in the prepared sandbox, then cancels every job they saw.
+/// `origin` is the start of the scenario: the records' `started_ms` run from it.
 pub fn run_steps(
     subject: &Subject,
     scenario: &Scenario,
@@ -165,8 +169,11 @@ pub fn run_steps(
     calibration: Option<Arc<Calibration>>,
     input: Option<String>,
     idle_timeout: Option<Duration>,
+    origin: Instant,
 ) -> StepsOutcome {
     let mut state = ScenarioState {
+        origin,
+        actions: Vec::new(),
         subject,
         input,
         scenario,
@@ -230,11 +237,16 @@ pub fn run_steps(
     // Moved, not cloned: a record may hold a response of megabytes (a large manifest).
     outcome.records =
         std::mem::take(&mut state.observations).into_iter().map(|o| o.record).collect();
+    outcome.actions = std::mem::take(&mut state.actions);
     outcome
 }
 
 /// The state of one scenario's steps: what they saw so far, and where they run.
 pub struct ScenarioState<'e> {
+    /// The start of the scenario, which the records' and actions' times run from.
+    origin: Instant,
+    /// The steps so far that ran no process of the tool.
+    actions: Vec<ActionRecord>,
     subject: &'e Subject,
     /// `{input}`: the primary role's input file, when the scenario uses it.
     input: Option<String>,
@@ -423,7 +435,12 @@ impl ScenarioState<'_> {
         let hold = self.hold_of(inv);
         let path = self.invoked(inv).map(|(_, _, path)| path);
         let repro = Repro::from_invocation(inv, &self.base_env);
-        let record = StepRecord::from_exec(name, repro, &outcome, json.as_ref().ok());
+        let mut record = StepRecord::from_exec(name, repro, &outcome, json.as_ref().ok());
+        record.started_ms = Some(millis(outcome.started.saturating_duration_since(self.origin)));
+        if let Some(hold) = &hold {
+            record.budget_ms = hold.budget().map(millis);
+            record.may_hold_ms = Some(millis(hold.bound(self.subject.startup)));
+        }
         self.observations.push(Observation {
             record,
             outcome,
@@ -463,9 +480,37 @@ impl ScenarioState<'_> {
         }
     }
 
-    /// Runs one step; `Ok(findings)` (empty when it passed), `Err` for a harness fault.
+    /// Runs one step; `Ok(findings)` (empty when it passed), `Err` for a harness fault. A
+    /// step that runs no process of the tool leaves an [`ActionRecord`] for the timeline.
     fn run_step(&mut self, step: &Step) -> Result<Vec<Finding>, String> {
-        self.started.insert(step.name().to_owned(), Instant::now());
+        let began = Instant::now();
+        self.started.insert(step.name().to_owned(), began);
+        let mut detail = String::new();
+        let ran = self.run_step_at(step, &mut detail);
+        let kind = match step {
+            Step::Sleep(_) => Some(ActionKind::Sleep),
+            Step::KillWorker(_) => Some(ActionKind::KillWorker),
+            Step::Shell(_) => Some(ActionKind::Shell),
+            Step::Verify(_) => Some(ActionKind::Verify),
+            Step::NoProcesses(_) => Some(ActionKind::NoProcesses),
+            Step::ElapsedSince(_) => Some(ActionKind::ElapsedSince),
+            Step::Run(_) | Step::Continue(_) | Step::Cancel(_) => None,
+        };
+        if let Some(action) = kind {
+            self.actions.push(ActionRecord {
+                step: step.name().to_owned(),
+                action,
+                started_ms: millis(began.saturating_duration_since(self.origin)),
+                elapsed_ms: millis(began.elapsed()),
+                detail,
+            });
+        }
+        ran
+    }
+
+    /// [`Self::run_step`]'s work; `detail` says in a few words what a step that runs no
+    /// process of the tool did.
+    fn run_step_at(&mut self, step: &Step, detail: &mut String) -> Result<Vec<Finding>, String> {
         match step {
             Step::Run(r) => self.run_tool(r),
             Step::Continue(c) => self.run_continue(c),
@@ -487,18 +532,39 @@ impl ScenarioState<'_> {
                 for p in &found {
                     let _ = nix::sys::signal::kill(Pid::from_raw(p.pid as i32), signal);
                 }
+                let pids: Vec<String> = found.iter().map(|p| p.pid.to_string()).collect();
+                *detail = format!(
+                    "{} to {} process(es) of the sandbox: {}",
+                    signal.as_str(),
+                    found.len(),
+                    pids.join(", ")
+                );
                 // Let the kill land before the next step looks at the job.
                 std::thread::sleep(Duration::from_millis(200));
                 Ok(Vec::new())
             }
             Step::Sleep(s) => {
-                std::thread::sleep(self.duration(&s.duration)?);
+                let pause = self.duration(&s.duration)?;
+                *detail = format!("waited {} ms", millis(pause));
+                std::thread::sleep(pause);
                 Ok(Vec::new())
             }
-            Step::Shell(s) => self.run_shell(s),
-            Step::Verify(v) => self.run_verify(v),
-            Step::NoProcesses(s) => self.run_no_processes(s),
-            Step::ElapsedSince(s) => self.run_elapsed_since(s),
+            Step::Shell(s) => {
+                *detail = self.text(&s.command).unwrap_or_else(|_| s.command.clone());
+                self.run_shell(s)
+            }
+            Step::Verify(v) => {
+                *detail = "the role's effect oracle (`verify`)".to_owned();
+                self.run_verify(v)
+            }
+            Step::NoProcesses(s) => {
+                *detail = "waited for the sandbox's processes to end".to_owned();
+                self.run_no_processes(s)
+            }
+            Step::ElapsedSince(s) => {
+                *detail = format!("the time since step `{}` began", s.since);
+                self.run_elapsed_since(s)
+            }
         }
     }
 

@@ -441,3 +441,45 @@ fn a_premise_the_run_did_not_meet_skips_the_scenario_with_the_reason() {
     assert_eq!(scenario.unwrap()["first_run"]["status"], "skip", "{report:#}");
     assert_eq!(report["data"]["confirmation"]["rerun_for_premise"][0], id);
 }
+
+/// Every process a scenario runs is placed on the scenario's timeline: when it started, from
+/// the scenario's start, and how long its call could hold the caller; a run that passes keeps
+/// these in the JSON report too, and they validate against the report's schema.
+#[test]
+fn each_call_is_placed_on_the_scenario_s_timeline() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = fake_profile(dir.path(), "");
+    let id = "paused-continue-is-the-original-invocation";
+    let (code, report) = run_json(&["--only", id, "--evidence", "all"], Some(&profile));
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(
+        errors(&validator("conform-report-data.json"), &report["data"]),
+        Vec::<String>::new()
+    );
+    let scenario = report["data"]["scenarios"].as_array().unwrap().iter().find(|s| s["id"] == id);
+    let scenario = scenario.unwrap();
+    let duration = scenario["duration_ms"].as_u64().unwrap();
+    let mut last_start = 0;
+    let records = scenario["evidence"].as_array().unwrap();
+    assert!(records.len() >= 2, "{scenario:#}");
+    for record in records {
+        let started = record["started_ms"].as_u64().unwrap_or_else(|| panic!("{record:#}"));
+        let elapsed = record["elapsed_ms"].as_u64().unwrap();
+        assert!(started >= last_start, "the steps ran one after the other: {scenario:#}");
+        assert!(started + elapsed <= duration, "within the scenario: {scenario:#}");
+        last_start = started;
+    }
+    // The call with a budget says it, and how long it could hold its caller; the budget is
+    // the one conform passed.
+    let call =
+        records.iter().find(|r| r["budget_ms"].is_u64()).unwrap_or_else(|| panic!("{scenario:#}"));
+    let argv: Vec<&str> = call["repro"]["command"]["value"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|w| w.as_str())
+        .collect();
+    let flag = argv.iter().position(|w| *w == "--budget").unwrap();
+    assert_eq!(format!("{}ms", call["budget_ms"]), argv[flag + 1], "{call:#}");
+    assert!(call["may_hold_ms"].as_u64().unwrap() > call["budget_ms"].as_u64().unwrap());
+}

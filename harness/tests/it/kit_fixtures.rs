@@ -726,3 +726,26 @@ fn the_matrix_of_order_and_stream_faults() {
         .join("\n");
     insta::assert_snapshot!(format!("columns:\n{header}\n\n{}", rows.join("\n")));
 }
+
+/// The SIGINT conform sends a stream after its lines is on the run's record, for its
+/// timeline: which signal, to the process alone, and when.
+#[test]
+fn the_sigint_sent_into_a_stream_is_on_its_record() {
+    let (exit, report) = run_kit("good", &["--only", STREAM_SIGINT, "--evidence", "all"]);
+    assert_eq!(exit, 0, "{report:#}");
+    let scenarios = report["data"]["scenarios"].as_array().unwrap();
+    let scenario = scenarios.iter().find(|s| s["id"] == STREAM_SIGINT).unwrap();
+    let signalled: Vec<&serde_json::Value> = scenario["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r.get("signal").is_some())
+        .collect();
+    assert!(!signalled.is_empty(), "{scenario:#}");
+    for record in signalled {
+        assert_eq!(record["signal"]["signal"], "SIGINT", "{record:#}");
+        assert_eq!(record["signal"]["to"], "process", "{record:#}");
+        let after = record["signal"]["after_ms"].as_u64().unwrap();
+        assert!(after <= record["elapsed_ms"].as_u64().unwrap(), "sent while it ran: {record:#}");
+    }
+}

@@ -47,6 +47,7 @@ const LAYERS: &[&str] = &[
     "baseline",
     "snapshot",
     "report",
+    "matrix",
     "init",
     "cli",
     "lib",

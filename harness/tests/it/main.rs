@@ -14,6 +14,7 @@ mod kit_fixtures;
 mod layers;
 mod legal_choices;
 mod levels;
+mod matrix;
 mod ordering_streams;
 mod profile;
 mod report;

@@ -11,10 +11,10 @@ use conform::event::{Event, EventStream, FanOut, ReportError, Reporter, RunInfo}
 use conform::exit;
 use conform::outcome::FindingKind;
 use conform::outcome::{
-    BaselineMark, Ended, Excerpt, Finding, Note, Repro, ReproCommand, ReproStdin, ScenarioResult,
-    SkipReason, Status, StepRecord,
+    ActionKind, ActionRecord, BaselineMark, Ended, Excerpt, Finding, Note, Repro, ReproCommand,
+    ReproStdin, ScenarioResult, SentSignal, SignalTarget, SkipReason, Status, StepRecord,
 };
-use conform::report::{self, RunReport, Sink, human, json, junit, markdown, progress};
+use conform::report::{self, RunReport, Sink, html, human, json, junit, markdown, progress};
 use conform::scenario::Obligation;
 use conform::summary::{RunFacts, RunSummary, Verdict};
 use serde_json::{Value, json};
@@ -65,6 +65,10 @@ pub fn step(name: &str, argv: &[&str], code: i32, envelope: Option<Value>) -> St
             truncated: false,
         },
         envelope,
+        started_ms: Some(5),
+        budget_ms: None,
+        may_hold_ms: None,
+        signal: None,
     }
 }
 
@@ -79,6 +83,7 @@ pub fn result(id: &str, requirement: &str, level: Obligation, status: Status) ->
         findings: Vec::new(),
         notes: Vec::new(),
         steps: Vec::new(),
+        actions: Vec::new(),
         duration_ms: 120,
         baseline: None,
         first_run: None,
@@ -110,6 +115,18 @@ pub fn sample_results() -> Vec<ScenarioResult> {
         0,
         Some(ok_envelope()),
     )];
+    // What the timeline draws: the call's budget and bound, a signal sent into it, a pause.
+    budget.steps[0].budget_ms = Some(2000);
+    budget.steps[0].may_hold_ms = Some(3620);
+    budget.steps[0].signal =
+        Some(SentSignal { signal: "SIGTERM".into(), after_ms: 1500, to: SignalTarget::Group });
+    budget.actions = vec![ActionRecord {
+        step: "pause".into(),
+        action: ActionKind::Sleep,
+        started_ms: 2020,
+        elapsed_ms: 5,
+        detail: "waited 5 ms".into(),
+    }];
     budget.findings = vec![
         Finding::new(FindingKind::ExitCode, "the budget ran out but the tool did not hand off")
             .expected("14 (INCOMPLETE)")
@@ -397,6 +414,10 @@ fn json_envelope_validates_against_both_schemas() {
     assert_eq!(scenario["id"], "budget-flag-beats-env");
     assert_eq!(scenario["status"], "fail");
     assert_eq!(scenario["evidence"][0]["repro"]["command"]["kind"], "argv");
+    assert_eq!(scenario["evidence"][0]["started_ms"], 5);
+    assert_eq!(scenario["evidence"][0]["signal"]["to"], "group");
+    assert_eq!(scenario["actions"][0]["action"], "sleep");
+    assert!(failing["data"]["scenarios"][0].get("actions").is_none(), "none, none said");
 
     let passing_results: Vec<ScenarioResult> =
         sample_results().into_iter().filter(|r| r.status == Status::Pass).collect();
@@ -905,4 +926,259 @@ fn every_text_report_shows_a_tools_control_characters_as_visible_escapes() {
     let lines = buf.text();
     assert_eq!(foreign_escapes(&lines), Vec::<String>::new(), "progress:\n{lines}");
     assert_eq!(lines.lines().count(), 9, "one line per event:\n{lines}");
+}
+
+/// A run as a tool without a profile gets it: 87 of 91 scenarios skipped over ten roles and
+/// the kit's probes, across 21 requirements, the rest passed.
+fn unprofiled_results() -> Vec<ScenarioResult> {
+    let roles = ["async", "detach", "detach_only", "failing", "plain_slow", "resume_reader"];
+    (0..91)
+        .map(|n| {
+            let requirement = format!("REQ-F-{:03}", n % 21);
+            let id = format!("scenario-{n:02}");
+            let status = match n {
+                0..=3 => Status::Pass,
+                4..=9 => Status::Skip {
+                    reason: SkipReason::MissingKit { what: "`read` probes".into(), profile: false },
+                },
+                _ => Status::Skip {
+                    reason: SkipReason::MissingRoles {
+                        roles: vec![roles[n % roles.len()].to_owned()],
+                        profile: false,
+                        candidates: vec!["analyze".to_owned(), "deploy".to_owned()],
+                    },
+                },
+            };
+            result(&id, &requirement, Obligation::Must, status)
+        })
+        .collect()
+}
+
+/// Every line a run writes to a terminal that is not one: the progress lines, then the report.
+fn terminal_lines(report: &RunReport, verbose: bool) -> (String, String) {
+    let buf = SharedBuf::default();
+    let mut progress =
+        progress::ProgressReporter::new(buf.sink(), false).verbose(verbose).report_follows(true);
+    progress.handle(&Event::RunStarted(report.info.clone())).unwrap();
+    for r in &report.results {
+        progress.handle(&Event::ScenarioFinished(Box::new(r.clone()))).unwrap();
+    }
+    progress.handle(&Event::RunFinished(report.summary.clone())).unwrap();
+    (buf.text(), human::render_with(report, false, verbose))
+}
+
+/// Without a profile the reason is said once, at the top, with what to do; the skips are one
+/// line per reason, the progress lines one per run of skips; the whole is at most 40 lines.
+#[test]
+fn a_run_without_a_profile_says_so_once_and_fits_forty_lines() {
+    let mut info = info();
+    info.scenario_count = 91;
+    let results = unprofiled_results();
+    let summary = RunSummary::compute(&results, &RunFacts::default());
+    let report = RunReport::new(info, results, summary);
+    let (progress, text) = terminal_lines(&report, false);
+    let lines = progress.lines().count() + text.lines().count();
+    assert!(lines <= 40, "{lines} lines:\n{progress}{text}");
+    assert!(
+        text.contains(
+            "no profile: 87 of 91 scenarios need roles or kit probes that only a profile names; `conform init ./mytool` drafts one"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("87  no profile (above): the roles and the kit probes a profile names"));
+    // No sentence of a skip is repeated: not per scenario, not in the coverage lines.
+    assert_eq!(text.matches("no profile").count(), 2, "{text}");
+    assert!(!text.contains("scenario-50"), "the brief report names no skipped scenario: {text}");
+    assert!(!progress.contains("no profile"), "progress lines give no reasons: {progress}");
+    // The skips between two scenarios that ran are one line, counted, the first three named.
+    assert!(
+        progress.contains(
+            "[91/91] skip   75 scenarios: scenario-24, scenario-45, scenario-66 and 72 more"
+        ),
+        "{progress}"
+    );
+    assert!(
+        progress.contains(
+            "[ 5/91] skip   4 scenarios: scenario-21, scenario-42, scenario-63 and 1 more"
+        )
+    );
+    assert!(!progress.contains("finished in"), "the report's verdict line says how it ended");
+    assert!(text.contains("verdict: NOT JUDGED"), "{text}");
+
+    // -v lists every scenario, and each skip reason with its scenarios, once.
+    let (progress, verbose) = terminal_lines(&report, true);
+    assert_eq!(progress.lines().filter(|l| l.contains("] skip ")).count(), 87, "{progress}");
+    assert!(!progress.contains("no profile"), "{progress}");
+    let reason = "no profile (conform.toml), so no `detach` role; the manifest's `analyze` or `deploy` could fill `detach` (`conform init` drafts it)";
+    assert_eq!(verbose.matches(reason).count(), 1, "{verbose}");
+    for r in &report.results {
+        assert!(verbose.contains(&r.id), "{} not listed:\n{verbose}", r.id);
+    }
+}
+
+/// A passing run with its profile: the summary fits a screen, whatever the catalogue's size.
+#[test]
+fn a_passing_run_fits_a_screen() {
+    let results: Vec<ScenarioResult> = (0..91)
+        .map(|n| {
+            let mut r = result(
+                &format!("scenario-{n:02}"),
+                &format!("REQ-F-{:03}", n % 21),
+                Obligation::Must,
+                Status::Pass,
+            );
+            r.notes = vec![
+                calibrated_detach(),
+                Note::OutsideWrites(vec![format!("/tmp/.tmp{n} (new directory)")]),
+            ];
+            r
+        })
+        .collect();
+    let report = sample_report(results);
+    let text = human::render(&report, false);
+    assert!(text.lines().count() <= 25, "{} lines:\n{text}", text.lines().count());
+    assert!(text.contains("verdict: CONFORMANT (exit 0 SUCCESS)"), "{text}");
+    assert!(text.contains("  pass     REQ-F-000, REQ-F-001,"), "{text}");
+    assert!(!text.contains("calibrated role"), "the progress lines gave the calibrations: {text}");
+    // The writes outside the sandbox are one line, whatever each scenario saw.
+    assert!(
+        text.contains("outside the sandbox, while scenarios ran: /tmp/.tmp0 (new directory), /tmp/.tmp21 (new directory), /tmp/.tmp42 (new directory) and 88 more;"),
+        "{text}"
+    );
+    let verbose = human::render_with(&report, false, true);
+    assert!(verbose.contains("calibrated role `detach`"), "{verbose}");
+    assert_eq!(verbose.matches("  pass   must   scenario-").count(), 91, "{verbose}");
+}
+
+/// The HTML page: self-contained, the verdict first, the failures before the rest, each
+/// failing scenario with its timeline (a picture with its text alternative), every scenario
+/// reachable by its anchor.
+#[test]
+fn the_html_page_shows_failures_first_each_with_its_timeline() {
+    let report = sample_report(sample_results());
+    let view = html::view::RunView::from_report(&report).unwrap();
+    let page = html::run_page(&view).render();
+    assert!(page.starts_with("<!DOCTYPE html>\n<html lang=\"en\">"), "{page}");
+    assert!(page.contains("<p class=\"verdict\">NOT CONFORMANT (exit 80)</p>"), "{page}");
+    // Self-contained: nothing to load, no script, and a policy that forbids both.
+    assert!(!page.contains("<script") && !page.contains(" src="), "{page}");
+    let outside =
+        page.replace("xmlns=\"http://www.w3.org/2000/svg\"", "").replace("http-equiv", "");
+    assert!(!outside.contains("http") && !outside.contains("//"), "a link out");
+    assert!(page.contains("content=\"default-src 'none'; style-src 'unsafe-inline';"));
+    let failures = page.find("<h2 id=\"h-failures\">").unwrap();
+    let requirements = page.find("<h2 id=\"h-requirements\">").unwrap();
+    assert!(failures < requirements, "failures first");
+    for r in &report.results {
+        assert!(page.contains(&format!("id=\"s-{}\"", r.id)), "{} has no anchor", r.id);
+    }
+    // Every failure's article holds its timeline, with a title and a description.
+    for id in ["budget-flag-beats-env", "progress-monotonic"] {
+        let start = page.find(&format!("<div id=\"s-{id}\">")).unwrap();
+        let article = &page[start..start + page[start..].find("</article>").unwrap()];
+        assert!(article.contains("<svg class=\"timeline\" role=\"img\""), "{id}: {article}");
+        assert!(article.contains(&format!("<title id=\"t-{id}-t\">Timeline of {id}</title>")));
+        assert!(article.contains(&format!("<desc id=\"t-{id}-d\">")), "{article}");
+        assert!(article.contains("<table class=\"timeline-table\">"), "{article}");
+    }
+    // The budget's call: its bar, its budget, its bound and the signal, in words too.
+    let start = page.find("<desc id=\"t-budget-flag-beats-env-d\">").unwrap();
+    let desc = &page[start..start + page[start..].find("</desc>").unwrap()];
+    for words in [
+        "run (mytool analyze big file.csv --budget 2s), from 5 ms to 2018 ms",
+        "exit 0",
+        "budget 2000 ms",
+        "may hold 3620 ms",
+        "SIGTERM to its process group at 1500 ms",
+        "pause (conform: sleep)",
+    ] {
+        assert!(desc.contains(words), "`{words}` not in {desc}");
+    }
+    assert!(page.contains("class=\"mark budget\"") && page.contains("class=\"mark signal\""));
+    // The skip reason and the harness error are said, the repro is there.
+    assert!(page.contains("Skipped: profile names no `detach` role"), "{page}");
+    assert!(page.contains("conform failed: failed to spawn ./mytool"), "{page}");
+    assert!(
+        page.contains("AGENT_CALL_BUDGET_MS=60000 ./mytool analyze 'big file.csv' --budget 2s")
+    );
+}
+
+/// A report read back from its JSON gives the same page as the run itself (what `conform
+/// matrix` does with other runs' reports), the manifest said once.
+#[test]
+fn the_html_page_of_a_json_report_is_the_page_of_the_run() {
+    let mut results = sample_results();
+    results[0].steps =
+        vec![step("manifest", &["./mytool", "manifest"], 0, Some(manifest_envelope(12)))];
+    let report = sample_report(results);
+    let from_run = html::run_page(&html::view::RunView::from_report(&report).unwrap()).render();
+    let envelope = json::envelope(&report, json::Evidence::All);
+    let read = html::view::RunView::from_envelope(envelope).unwrap();
+    assert_eq!(read.exit_code, Some(exit::NOT_CONFORMANT));
+    assert_eq!(html::run_page(&read).render(), from_run);
+    assert_eq!(from_run.matches("mytool-unique-marker").count(), 1, "the manifest once");
+    assert!(from_run.contains("<a href=\"#manifest\">the tool's manifest</a>"), "{from_run}");
+    // Under `--evidence failures` a passing scenario's output is said to be left out.
+    let brief = json::envelope(&report, json::Evidence::Failures);
+    let page = html::run_page(&html::view::RunView::from_envelope(brief).unwrap()).render();
+    assert!(page.contains("left out: the scenario passed"), "{page}");
+    assert!(html::view::RunView::from_envelope(json!({"data": null})).is_err());
+}
+
+/// What a tool prints cannot become markup, or a control character, on the page.
+#[test]
+fn the_html_page_shows_a_tools_bytes_inert_and_escaped() {
+    let mut results = hostile_results();
+    let markup = "<script>alert(1)</script>\"><img src=x onerror=alert(1)>";
+    results[1].steps[0].stdout.text = markup.to_owned();
+    results[1].steps[0].envelope = None;
+    results[1].findings[0].message = markup.to_owned();
+    results[1].steps[0].repro.command = ReproCommand::Shell(markup.to_owned());
+    let page = html::run_page(&html::view::RunView::from_report(&sample_report(results)).unwrap())
+        .render();
+    assert!(!page.contains("<script") && !page.contains("<img"), "markup got through");
+    assert!(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;&quot;&gt;&lt;img src=x"));
+    assert_eq!(foreign_escapes(&page), Vec::<String>::new());
+    assert!(!page.contains('\u{1b}'));
+    assert!(page.contains(r"\e]0;PWNED\x07"), "the sequence is shown");
+}
+
+/// The pieces another command builds its page from: a page of its own sections, a timeline
+/// drawn by hand, a histogram, each picture with its text alternative.
+#[test]
+fn other_pages_are_built_from_the_same_pieces() {
+    use html::timeline::{Lane, Mark, MarkKind, Span, SpanKind, Timeline};
+    let schedule = Timeline {
+        id: "schedule".into(),
+        title: "The shrunk schedule".into(),
+        lanes: vec![Lane {
+            label: "call".into(),
+            detail: "import rows.csv".into(),
+            spans: vec![Span {
+                start_ms: 0,
+                end_ms: 800,
+                kind: SpanKind::Killed,
+                label: "killed by SIGKILL at 412 ms".into(),
+                over_from_ms: None,
+                pipes_open_until: None,
+                marks: vec![Mark { at_ms: 412, kind: MarkKind::Kill, label: "SIGKILL".into() }],
+            }],
+            finding: Some("effect".into()),
+        }],
+    };
+    let mut body = schedule.svg();
+    let bins = [
+        html::chart::Bin { label: "0-200 ms".into(), count: 3 },
+        html::chart::Bin { label: "200-400 ms".into(), count: 9 },
+    ];
+    body.push(html::chart::histogram("kills", "Where the kills fell", "kills", &bins));
+    let mut page = html::Page::new("conform campaign: <mytool>");
+    page.push(html::Section::new("schedule", "The shrunk schedule", body));
+    let text = page.render();
+    assert!(text.contains("<title>conform campaign: &lt;mytool&gt;</title>"), "{text}");
+    assert!(text.contains("call (import rows.csv), from 0 ms to 800 ms: finding [effect]: killed by SIGKILL at 412 ms."), "{text}");
+    assert!(
+        text.contains("<desc id=\"kills-d\">0-200 ms: 3 kills; 200-400 ms: 9 kills</desc>"),
+        "{text}"
+    );
 }

@@ -289,7 +289,8 @@ fn templates_replace_variables_and_keep_escaped_braces() {
 }
 
 /// The TOML examples of the manual (crate docs) parse: the scenario as a scenario of the
-/// catalogue's format, the profile as a profile (structure only; its fixtures are examples).
+/// catalogue's format, the profile as a profile (structure only; its fixtures are examples),
+/// the matrix file as a matrix file.
 #[test]
 fn the_manual_examples_parse() {
     // The crate docs are the files of `harness/docs/`, which lib.rs includes.
@@ -313,7 +314,7 @@ fn the_manual_examples_parse() {
             (None, _) => {}
         }
     }
-    assert_eq!(blocks.len(), 2, "expected a profile and a scenario example");
+    assert_eq!(blocks.len(), 3, "expected a profile, a scenario and a matrix example");
     let mut seen = 0;
     for block in &blocks {
         let first = block.lines().next().unwrap();
@@ -325,9 +326,13 @@ fn the_manual_examples_parse() {
             let _: conform::profile::ProfileFile = toml::from_str(block).unwrap();
             assert!(errors(&validator("profile.json"), &toml_to_json(block)).is_empty());
             seen += 1;
+        } else if first == "# matrix.toml" {
+            let matrix: conform::matrix::MatrixFile = toml::from_str(block).unwrap();
+            assert_eq!(matrix.tools.len(), 3);
+            seen += 1;
         }
     }
-    assert_eq!(seen, 2);
+    assert_eq!(seen, 3);
 }
 
 /// `scenarios/README.md` maps the criteria to scenarios: every scenario appears in it, so a new
