@@ -84,10 +84,10 @@ def faketool_profile(workdir):
     return dest
 
 
-def subject(name, workdir):
+def subject(name, workdir, reftool):
     """(tool, profile, extra conform args, env additions) of a subject."""
     if name == "reftool":
-        return ROOT / "target/debug/reftool", ROOT / "reference-tool/conform.toml", [], {}
+        return reftool, ROOT / "reference-tool/conform.toml", [], {}
     if name == "pyagent":
         return PYAGENT / "pyagent.py", PYAGENT / "fixtures/conform.toml", [], {}
     if name == "pyagent-burn":
@@ -160,6 +160,7 @@ class Burners:
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--conform", type=Path, default=ROOT / "target/debug/conform")
+    parser.add_argument("--reftool", type=Path, default=ROOT / "target/debug/reftool")
     parser.add_argument("--subjects", default="pyagent,pyagent-burn,notes,kit,faketool")
     parser.add_argument("--runs", type=int, default=10, help="default runs per subject")
     parser.add_argument("--at-once", type=int, default=1, help="conform runs at the same time")
@@ -177,7 +178,7 @@ def main():
     with Burners(args.beside):
         for name in args.subjects.split(","):
             work = Path(tempfile.mkdtemp(prefix=f"bench-pace-{name}-"))
-            tool, profile, extra, more = subject(name, work)
+            tool, profile, extra, more = subject(name, work, args.reftool)
             env = dict(base_env)
             if "PATH_FIRST" in more:
                 env["PATH"] = f"{more['PATH_FIRST']}:{env['PATH']}"

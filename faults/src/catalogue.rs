@@ -61,7 +61,9 @@ faults! {
     /// Acts: envelope out.
     NoBudgetMetaOnSuccess = "no-budget-meta-on-success",
     /// The error endings of interruptible commands and `job wait` (STALLED, JOB_LOST,
-    /// CANCELLED, any exit but 0 and 14) lack `meta.budget_ms` (every response carries it).
+    /// CANCELLED, TIMEOUT, any exit but 0 and 14) lack `meta.budget_ms` (every response of
+    /// the command carries it; a relayed job ending may legally leave it out, so the
+    /// command's own TIMEOUT is where it shows).
     ///
     /// Acts: envelope out.
     NoBudgetMetaOnEndings = "no-budget-meta-on-endings",
