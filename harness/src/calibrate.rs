@@ -101,6 +101,28 @@ impl Calibration {
         })
     }
 
+    /// What the duration variable `name` is worth, in words: the formula [`Calibration::var`]
+    /// computes (and, for `{slack}`, `{startup}` and `{idle_timeout}`, where the step stage
+    /// takes it). `conform explain` prints it beside each variable a scenario uses.
+    pub fn formula(name: &str) -> Option<&'static str> {
+        Some(match name {
+            "calibrated" => "D, how long the primary role's calibration run (`--budget 0`) took",
+            "budget" => "max(D / 4, 300 ms), rounded up to 10 ms",
+            "half_budget" => "{budget} / 2",
+            "double_budget" => "2 × {budget}",
+            "long_budget" => "3 × D + 2 s",
+            "cadence" => {
+                "min(D, 10 s): the longest the spec lets checkpoints and progress reports be apart"
+            }
+            "slack" => "1500 ms, the margin on timings (no calibration)",
+            "startup" => "how long the tool's manifest command took at discovery (once per run)",
+            "idle_timeout" => {
+                "the `interruption.idle_timeout_ms` the primary role's command declares (REQ-F-081's 300000 ms when none)"
+            }
+            _ => return None,
+        })
+    }
+
     /// One line for reports: `detach: D = 3400 ms, {budget} = 850 ms`.
     pub fn describe(&self) -> Note {
         Note::Calibrated {

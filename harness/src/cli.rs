@@ -15,6 +15,7 @@ use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 use serde_json::{Value, json};
 
 use crate::baseline::Baseline;
+use crate::catalogue::Catalogue;
 use crate::event::{Event, EventStream, RunInfo};
 use crate::exit;
 use crate::levels::Unselected;
@@ -25,10 +26,11 @@ use crate::profile::{DEFAULT_PROFILE, Profile};
 use crate::redact::Redactor;
 use crate::report::{self, Format, ReportOptions, SPEC_VERSION};
 use crate::run::Engine;
-use crate::scenario::{Catalogue, Declaration, SCENARIO_FILES, Scenario};
+use crate::scenario::{Declaration, SCENARIO_FILES, Scenario};
 use crate::snapshot::SnapshotStore;
 use crate::summary::{RunFacts, RunSummary};
 
+pub mod explain;
 pub mod manual;
 
 /// What `conform --version` prints: conform's version and the version of the spec it judges,
@@ -104,10 +106,17 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = OutputFormat::Human)]
         format: OutputFormat,
     },
-    /// Show one scenario in full.
+    /// Show one scenario as conform runs it: per step the argv, each variable's formula (and,
+    /// given a tool, its value) and the checks that judge it.
     Explain {
         /// The scenario id (see `conform list`).
         scenario_id: String,
+        /// The tool: its manifest is discovered and the scenario's role calibrated as `run`
+        /// does, so that each variable shows its value (this runs the tool).
+        tool: Option<OsString>,
+        /// The profile, with a tool (default: ./conform.toml when it exists).
+        #[arg(long, value_name = "FILE", requires = "tool")]
+        profile: Option<PathBuf>,
         /// Output format.
         #[arg(long, value_enum, default_value_t = OutputFormat::Human)]
         format: OutputFormat,
@@ -253,7 +262,9 @@ pub fn main_with(args: impl IntoIterator<Item = OsString>) -> u8 {
         Command::Run(run) => run_command(&run, started),
         Command::Matrix { matrix, html } => matrix_command(&matrix, &html),
         Command::List { format } => list(format),
-        Command::Explain { scenario_id, format } => explain(&scenario_id, format),
+        Command::Explain { scenario_id, tool, profile, format } => {
+            explain(&scenario_id, tool.as_ref(), profile, format)
+        }
         Command::Init { tool, output } => init(&tool, output.as_deref()),
         Command::Manual { topic, format } => manual(topic.as_deref(), format, started),
         Command::Completions { shell } => {
@@ -362,8 +373,8 @@ fn is_executable(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
-fn load_profile(args: &RunArgs) -> Result<Profile, String> {
-    match &args.profile {
+fn load_profile(profile: Option<&Path>) -> Result<Profile, String> {
+    match profile {
         Some(path) => Profile::load(path).map_err(|e| format!("invalid profile: {e}")),
         None => {
             let default = Path::new(DEFAULT_PROFILE);
@@ -378,7 +389,7 @@ fn load_profile(args: &RunArgs) -> Result<Profile, String> {
 
 fn run_command(args: &RunArgs, started: Instant) -> Result<u8, ArgError> {
     let fail = |m: String| ArgError::new(m, args.format);
-    let profile = load_profile(args).map_err(fail)?;
+    let profile = load_profile(args.profile.as_deref()).map_err(fail)?;
     let (tool, leading_args) = match &args.tool {
         Some(tool) => (resolve_tool(tool).map_err(fail)?, Vec::new()),
         None => profile_command(&profile).map_err(fail)?,
@@ -651,7 +662,12 @@ pub fn list_table(catalogue: &Catalogue) -> String {
     out
 }
 
-fn explain(id: &str, format: OutputFormat) -> Result<u8, ArgError> {
+fn explain(
+    id: &str,
+    tool: Option<&OsString>,
+    profile: Option<PathBuf>,
+    format: OutputFormat,
+) -> Result<u8, ArgError> {
     let started = Instant::now();
     let catalogue = catalogue()?;
     let Some(s) = catalogue.get(id) else {
@@ -669,31 +685,30 @@ fn explain(id: &str, format: OutputFormat) -> Result<u8, ArgError> {
         };
         return Err(ArgError::new(format!("no scenario `{id}`{hint}"), format));
     };
-    let source = SCENARIO_FILES
+    let (rel, source) = SCENARIO_FILES
         .iter()
         .find(|(rel, _)| rel.ends_with(&format!("/{id}.toml")))
-        .map(|(_, text)| *text)
+        .copied()
         .unwrap_or_default();
+    // Given a tool, its values are measured as `run` measures them.
+    let engine = match tool {
+        Some(tool) => {
+            let fail = |m: String| ArgError::new(m, format);
+            let profile = load_profile(profile.as_deref()).map_err(fail)?;
+            let tool = crate::tool::Tool::new(resolve_tool(tool).map_err(fail)?);
+            Some(Engine::for_tool(tool, profile, false))
+        }
+        None => None,
+    };
+    let calibration = engine.as_ref().and_then(|e| explain::calibrate_for(&e.subject, s));
+    let measured = engine.as_ref().map(|e| explain::Measured { subject: &e.subject, calibration });
+    let explanation = explain::explain(s, rel, source, measured.as_ref());
     match format {
         OutputFormat::Json => {
-            let data = json!({ "scenario": s, "source": source });
+            let data = serde_json::to_value(&explanation).unwrap_or_default();
             write_stdout(&success_envelope(data, started));
         }
-        OutputFormat::Human => {
-            let mut out = format!("{} ({}, {})\n  {}\n", s.id, s.requirement, s.level, s.criterion);
-            if !s.roles.is_empty() {
-                out.push_str(&format!("  roles: {}\n", s.roles.join(", ")));
-            }
-            if !s.tags.is_empty() {
-                out.push_str(&format!("  tags: {}\n", s.tags.join(", ")));
-            }
-            if let Some(notes) = &s.notes {
-                out.push_str(&format!("  notes: {}\n", notes.trim()));
-            }
-            out.push('\n');
-            out.push_str(source);
-            write_stdout(&out);
-        }
+        OutputFormat::Human => write_stdout(&explain::human(&explanation)),
     }
     Ok(exit::SUCCESS)
 }

@@ -8,10 +8,11 @@
 //! A scenario needing a role the profile does not define is skipped with that reason, as is one
 //! that selects instances when the profile says not how.
 
+use crate::catalogue::Catalogue;
 use crate::discover::Commands;
 use crate::outcome::SkipReason;
 use crate::profile::Profile;
-use crate::scenario::{Catalogue, ProbeKind, Scenario, role_declaration};
+use crate::scenario::{ProbeKind, Scenario, role_declaration};
 
 /// One scenario of the plan.
 #[derive(Debug, Clone)]
@@ -222,7 +223,8 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::scenario::{Declaration, parse_scenario};
+    use crate::catalogue::parse_scenario;
+    use crate::scenario::Declaration;
 
     fn scenario(roles: &str, applies_to: &str) -> Scenario {
         let text = format!(

@@ -5,14 +5,14 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
-use super::Context;
+use super::{Check, Context, Judge, Site, no_validation};
 use crate::observe::Observation;
 use crate::outcome::FindingKind;
 use crate::outcome::{Finding, ReproCommand, compact};
 use crate::redact::Redactor;
-use crate::scenario::{Expect, UNLIKE_MIN_CHARS};
+use crate::scenario::{Expect, Step, UNLIKE_MIN_CHARS};
 
 /// `same_response_as`: after redaction, the response equals that step's last one.
 pub(super) fn same_response_as(
@@ -601,5 +601,180 @@ fn bytes_excerpt(bytes: &[u8], at: usize) -> String {
         "(nothing)".to_owned()
     } else {
         String::from_utf8_lossy(part).into_owned()
+    }
+}
+
+// ---- the checks of this family ----
+
+/// The `same_stdout_as` check.
+pub(super) const SAME_STDOUT_AS: Check = Check {
+    defined_in: file!(),
+    key: Some("same_stdout_as"),
+    active: |e| e.same_stdout_as.is_some(),
+    needs_response: false,
+    judge: Judge::Observation(same_stdout_as),
+    holds: "stdout is byte for byte that step's last stdout",
+    findings: &[FindingKind::SameStdout],
+    cites: &[],
+    value: || json!({"$ref": "#/definitions/Name"}),
+    validate: |e, site| runs_something("same_stdout_as", e.same_stdout_as.as_deref(), site),
+};
+
+/// The `stdout_differs_from` check.
+pub(super) const STDOUT_DIFFERS_FROM: Check = Check {
+    defined_in: file!(),
+    key: Some("stdout_differs_from"),
+    active: |e| e.stdout_differs_from.is_some(),
+    needs_response: false,
+    judge: Judge::Observation(stdout_differs_from),
+    holds: "stdout differs from that step's",
+    findings: &[FindingKind::StdoutDiffers],
+    cites: &[],
+    value: || json!({"$ref": "#/definitions/Name"}),
+    validate: |e, site| {
+        runs_something("stdout_differs_from", e.stdout_differs_from.as_deref(), site)
+    },
+};
+
+/// The `same_data_as` check.
+// These two compare `/data` whether or not stdout held one (saying which side lacks it),
+// and also want stdout to hold one.
+pub(super) const SAME_DATA_AS: Check = Check {
+    defined_in: file!(),
+    key: Some("same_data_as"),
+    active: |e| e.same_data_as.is_some(),
+    needs_response: true,
+    judge: Judge::Observation(same_data_as),
+    holds: "the response's `/data` equals that step's",
+    findings: &[FindingKind::SameData],
+    cites: &[],
+    value: || json!({"$ref": "#/definitions/Name"}),
+    validate: |e, site| runs_something("same_data_as", e.same_data_as.as_deref(), site),
+};
+
+/// The `data_differs_from` check.
+pub(super) const DATA_DIFFERS_FROM: Check = Check {
+    defined_in: file!(),
+    key: Some("data_differs_from"),
+    active: |e| e.data_differs_from.is_some(),
+    needs_response: true,
+    judge: Judge::Observation(data_differs_from),
+    holds: "the response's `/data` differs from that step's",
+    findings: &[FindingKind::DataDiffers],
+    cites: &[],
+    value: || json!({"$ref": "#/definitions/Name"}),
+    validate: |e, site| runs_something("data_differs_from", e.data_differs_from.as_deref(), site),
+};
+
+/// The `continues_verbatim` check.
+pub(super) const CONTINUES_VERBATIM: Check = Check {
+    defined_in: file!(),
+    key: Some("continues_verbatim"),
+    active: |e| e.continues_verbatim == Some(true),
+    needs_response: true,
+    judge: Judge::Response(continues_verbatim),
+    holds: "`data.continue_command`, split into words by `sh`, is the very invocation: the program may be named another way (the same file after links, a bare name found on `PATH`, an interpreter and its script), `--budget` and its value may be kept or dropped, an `--idempotency-key <k>` may be added, one the call gave must stay",
+    findings: &[FindingKind::ContinueCommand],
+    cites: &[],
+    value: || json!({"type": "boolean"}),
+    validate: no_validation,
+};
+
+/// The `differs_from` check.
+pub(super) const DIFFERS_FROM: Check = Check {
+    defined_in: file!(),
+    key: Some("differs_from"),
+    active: |e| !e.differs_from.is_empty(),
+    needs_response: true,
+    judge: Judge::Response(differs_from),
+    holds: "`[{ step, pointer }]`: the string differs from that step's in ≥ 8 positions (random ids, not counters)",
+    findings: &[FindingKind::Unlike],
+    cites: &[],
+    value: || {
+        json!({
+            "type": "array",
+            "items": {
+                "type": "object",
+                "additionalProperties": false,
+                "required": ["step", "pointer"],
+                "properties": {
+                    "step": {"$ref": "#/definitions/Name"},
+                    "pointer": {"description": "A JSON pointer.", "type": "string", "pattern": "^/"}
+                }
+            }
+        })
+    },
+    validate: |e, site| {
+        for d in &e.differs_from {
+            site.refer(&d.step, "`differs_from`")?;
+            if !d.pointer.starts_with('/') {
+                return Err(site.fail(format!("`{}` is not a JSON pointer", d.pointer)));
+            }
+        }
+        Ok(())
+    },
+};
+
+/// The `matches_calibrated` check.
+pub(super) const MATCHES_CALIBRATED: Check = Check {
+    defined_in: file!(),
+    key: Some("matches_calibrated"),
+    active: |e| e.matches_calibrated == Some(true),
+    needs_response: true,
+    judge: Judge::Response(matches_calibrated),
+    holds: "after redaction (the role's own `redact` pointers included), `ok`, `data`, `error` and the exit code equal the role's `--budget 0` response, and the process exits as that run did (0, or the `failing` role's own code)",
+    findings: &[FindingKind::CalibratedEquality],
+    cites: &[],
+    value: || json!({"type": "boolean"}),
+    validate: |_, site| needs_role("matches_calibrated", site),
+};
+
+/// The `ends_as_calibrated` check.
+pub(super) const ENDS_AS_CALIBRATED: Check = Check {
+    defined_in: file!(),
+    key: Some("ends_as_calibrated"),
+    active: |e| e.ends_as_calibrated == Some(true),
+    needs_response: true,
+    judge: Judge::Response(ends_as_calibrated),
+    holds: "the response ends as the role's `--budget 0` one in what measured values cannot change: the same exit, `ok` and `error.code`, and a `data` of the same shape (keys, JSON types, array lengths, all the way down) whatever values it holds (a slept time, a rate): for criteria about how the work ends, not what it computed",
+    findings: &[FindingKind::CalibratedEquality],
+    cites: &[],
+    value: || json!({"type": "boolean"}),
+    validate: |_, site| needs_role("ends_as_calibrated", site),
+};
+
+/// The `same_response_as` check.
+pub(super) const SAME_RESPONSE_AS: Check = Check {
+    defined_in: file!(),
+    key: Some("same_response_as"),
+    active: |e| e.same_response_as.is_some(),
+    needs_response: true,
+    judge: Judge::Response(same_response_as),
+    holds: "after redaction, `ok`, `data`, `error` and the exit code equal that earlier step's last response (a step of several probes or copies: each against the one of the same rank, when that step has as many)",
+    findings: &[FindingKind::SameResponse],
+    cites: &[],
+    value: || json!({"$ref": "#/definitions/Name"}),
+    validate: |e, site| {
+        e.same_response_as
+            .as_deref()
+            .map_or(Ok(()), |other| site.refer(other, "`same_response_as`").map(|_| ()))
+    },
+};
+
+/// The validation of a key naming an earlier step whose output it compares with: a step that
+/// runs something.
+fn runs_something(key: &str, other: Option<&str>, site: &Site<'_>) -> Result<(), String> {
+    let Some(other) = other else { return Ok(()) };
+    match site.refer(other, &format!("`{key}`"))? {
+        Step::Run(_) | Step::Continue(_) | Step::Cancel(_) => Ok(()),
+        _ => Err(site.fail(format!("`{key}` must name a step that runs something"))),
+    }
+}
+
+/// The validation of a key comparing with the calibration: the scenario names a role.
+fn needs_role(key: &str, site: &Site<'_>) -> Result<(), String> {
+    match site.scenario.primary_role() {
+        Some(_) => Ok(()),
+        None => Err(site.fail(format!("`{key}` needs a role in `roles`"))),
     }
 }

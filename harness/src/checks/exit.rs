@@ -1,6 +1,8 @@
 //! How the process ended: `exit`, `exit_not`, and the timeout every step is judged on.
 
-use super::Context;
+use serde_json::json;
+
+use super::{Check, Context, Judge, no_validation};
 use crate::exec::Termination;
 use crate::observe::Observation;
 use crate::outcome::FindingKind;
@@ -119,3 +121,68 @@ fn show_codes(codes: &[i32]) -> String {
         many => format!("exit in {many:?}"),
     }
 }
+
+// ---- the checks of this family ----
+
+/// The `exit` check.
+pub(super) const EXIT: Check = Check {
+    defined_in: file!(),
+    key: Some("exit"),
+    active: |e| e.exit.is_some(),
+    needs_response: false,
+    judge: Judge::Observation(exit),
+    holds: "the exit code is this one (or one of a list)",
+    findings: &[FindingKind::ExitCode],
+    cites: &[],
+    value: || {
+        json!({
+            "oneOf": [
+                {"type": "integer"},
+                {"type": "array", "items": {"type": "integer"}, "minItems": 1}
+            ]
+        })
+    },
+    validate: no_validation,
+};
+
+/// The `exit_not` check.
+pub(super) const EXIT_NOT: Check = Check {
+    defined_in: file!(),
+    key: Some("exit_not"),
+    active: |e| !e.exit_not.is_empty(),
+    needs_response: false,
+    judge: Judge::Observation(exit_not),
+    holds: "the process exited by itself with none of these codes",
+    findings: &[FindingKind::ExitCode],
+    cites: &[],
+    value: || json!({"type": "array", "items": {"type": "integer"}}),
+    validate: no_validation,
+};
+
+/// The `exit_in_table` check.
+pub(super) const EXIT_IN_TABLE: Check = Check {
+    defined_in: file!(),
+    key: Some("exit_in_table"),
+    active: |e| e.exit_in_table == Some(true),
+    needs_response: false,
+    judge: Judge::Observation(exit_in_table),
+    holds: "the process exited by itself with a code of REQ-F-001's table (0 to 14), a signal handler's 130 or 143, or a command-specific code (79 to 125) that the invoked command declares in its effective exit-code table (its own `exit_codes` over the manifest's root table); the kit allows 0 to 13, 79 to 125, 130 and 143",
+    findings: &[FindingKind::ExitCode],
+    cites: &["REQ-C-001", "REQ-F-001"],
+    value: || json!({"type": "boolean"}),
+    validate: no_validation,
+};
+
+/// The timeout, which every step is judged on: no key turns it on or off.
+pub(super) const TIMEOUT: Check = Check {
+    defined_in: file!(),
+    key: None,
+    active: |_| true,
+    needs_response: false,
+    judge: Judge::Observation(timeout),
+    holds: "the step ended by itself within its limit (conform kills its process group after it)",
+    findings: &[FindingKind::Timeout],
+    cites: &[],
+    value: || json!({}),
+    validate: no_validation,
+};

@@ -1,9 +1,9 @@
 //! What the response says: `schema`, the `json` pointer checks, and across the responses of a
 //! step, `same` and `warnings`.
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
-use super::Context;
+use super::{Check, Context, Judge, Site, no_validation};
 use crate::observe::Observation;
 use crate::observe::StdoutProblem;
 use crate::outcome::FindingKind;
@@ -312,4 +312,203 @@ fn resolved(value: &Value, ctx: &Context<'_>) -> Result<Value, String> {
         Value::String(s) => ctx.text(s).map(Value::String),
         other => Ok(other.clone()),
     }
+}
+
+// ---- the checks of this family ----
+
+/// The `exit_matches_meta` check.
+pub(super) const EXIT_MATCHES_META: Check = Check {
+    defined_in: file!(),
+    key: Some("exit_matches_meta"),
+    active: |e| e.exit_matches_meta == Some(true),
+    needs_response: false,
+    judge: Judge::Observation(exit_matches_meta),
+    holds: "when stdout is a valid envelope, its `meta.exit_code` is the process's exit code (no valid envelope is `envelope`'s to report, as in the kit)",
+    findings: &[FindingKind::ExitCode],
+    cites: &["REQ-F-001"],
+    value: || json!({"type": "boolean"}),
+    validate: no_validation,
+};
+
+/// The `envelope` check.
+// It judges stdout itself (an empty one may pass), so it needs no response.
+pub(super) const ENVELOPE: Check = Check {
+    defined_in: file!(),
+    key: Some("envelope"),
+    active: |e| e.envelope.is_some(),
+    needs_response: false,
+    judge: Judge::Observation(envelope),
+    holds: "stdout is one valid response envelope: `required`; `or-empty` also passes an empty stdout (`--help`); `or-bare-manifest` also passes a bare manifest valid against the manifest schema when the step ran the manifest command (CONTRACT §2; an advisory note says the spec kit would refuse it)",
+    findings: &[FindingKind::Schema, FindingKind::StdoutNotJson, FindingKind::StdoutNotUtf8],
+    cites: &[],
+    value: || json!({"enum": ["required", "or-empty", "or-bare-manifest"]}),
+    validate: no_validation,
+};
+
+/// The `schema` check.
+pub(super) const SCHEMA: Check = Check {
+    defined_in: file!(),
+    key: Some("schema"),
+    active: |e| e.schema.is_some(),
+    needs_response: true,
+    judge: Judge::Response(schema),
+    holds: "stdout is one JSON document valid against `envelope`, `incomplete`, `incomplete-job` (the INCOMPLETE schema without its `meta.budget_ms`: a job no budget applies to, an async command's), `manifest` (bare or as `data`; a manifest that says a newer minor version than 3.20 is held to what 3.20 requires, and the fields conform does not know are named in an advisory note), `job-descriptor` (its `data`), or all listed",
+    findings: &[FindingKind::Schema, FindingKind::StdoutNotJson, FindingKind::StdoutNotUtf8],
+    cites: &[],
+    value: || {
+        json!({
+            "oneOf": [
+                {"$ref": "#/definitions/SchemaName"},
+                {
+                    "type": "array",
+                    "items": {"$ref": "#/definitions/SchemaName"},
+                    "minItems": 1
+                }
+            ]
+        })
+    },
+    validate: no_validation,
+};
+
+/// The `json` check.
+pub(super) const JSON: Check = Check {
+    defined_in: file!(),
+    key: Some("json"),
+    active: |e| !e.json.is_empty(),
+    needs_response: true,
+    judge: Judge::Response(json),
+    holds: "`[{ pointer, equals | not_equals | matches | present | less_than | at_most | at_least | greater_than }]` on the response; the comparisons take a number or a template giving one (`\"{@call/data/progress/done}\"`)",
+    findings: &[FindingKind::JsonPointer],
+    cites: &[],
+    value: || {
+        json!({
+            "type": "array",
+            "items": {
+                "type": "object",
+                "additionalProperties": false,
+                "required": ["pointer"],
+                "anyOf": [
+                    {"required": ["equals"]},
+                    {"required": ["not_equals"]},
+                    {"required": ["matches"]},
+                    {"required": ["present"]},
+                    {"required": ["less_than"]},
+                    {"required": ["at_most"]},
+                    {"required": ["at_least"]},
+                    {"required": ["greater_than"]}
+                ],
+                "properties": {
+                    "pointer": {
+                        "description": "An RFC 6901 JSON pointer, e.g. /data/state.",
+                        "type": "string",
+                        "pattern": "^(/.*)?$"
+                    },
+                    "equals": {
+                        "description": "The value must equal this (strings are templates; a template compared with a number is read as one)."
+                    },
+                    "matches": {
+                        "description": "The value must be a string matching this regular expression (a template).",
+                        "type": "string"
+                    },
+                    "present": {
+                        "description": "true: the value must be there; false: absent.",
+                        "type": "boolean"
+                    },
+                    "not_equals": {
+                        "description": "The value must differ from this (strings are templates)."
+                    },
+                    "less_than": {
+                        "description": "The value must be a number below this one (a number or a template giving one).",
+                        "type": ["number", "string"]
+                    },
+                    "at_most": {
+                        "description": "The value must be a number at most this one (a number or a template giving one).",
+                        "type": ["number", "string"]
+                    },
+                    "at_least": {
+                        "description": "The value must be a number at least this one (a number or a template giving one).",
+                        "type": ["number", "string"]
+                    },
+                    "greater_than": {
+                        "description": "The value must be a number above this one (a number or a template giving one).",
+                        "type": ["number", "string"]
+                    }
+                }
+            }
+        })
+    },
+    validate: validate_json,
+};
+
+/// The `warnings` check.
+pub(super) const WARNINGS: Check = Check {
+    defined_in: file!(),
+    key: Some("warnings"),
+    active: |e| !e.warnings.is_empty(),
+    needs_response: false,
+    judge: Judge::Step(warnings),
+    holds: "each code is the `code` of a `warnings` entry in at least one response of the step",
+    findings: &[FindingKind::Warning],
+    cites: &[],
+    value: || json!({"type": "array", "items": {"type": "string", "pattern": "^[A-Z][A-Z0-9_]+$"}}),
+    validate: no_validation,
+};
+
+/// The `same` check.
+// Judged across the step, but each observation without a response is a finding of its own.
+pub(super) const SAME: Check = Check {
+    defined_in: file!(),
+    key: Some("same"),
+    active: |e| !e.same.is_empty(),
+    needs_response: true,
+    judge: Judge::Step(same),
+    holds: "these pointers have one value across all responses of the step (copies, hops)",
+    findings: &[FindingKind::SameValue],
+    cites: &[],
+    value: || json!({"type": "array", "items": {"type": "string", "pattern": "^(/.*)?$"}}),
+    validate: |e, site| e.same.iter().try_for_each(|p| json_pointer(p, site)),
+};
+
+/// A pointer of `json` or `same`: empty (the whole document) or starting with `/`.
+fn json_pointer(p: &str, site: &Site<'_>) -> Result<(), String> {
+    if p.is_empty() || p.starts_with('/') {
+        Ok(())
+    } else {
+        Err(site.fail(format!("`{p}` is not a JSON pointer")))
+    }
+}
+
+/// The validation of `json`: pointers, each check saying something, comparisons with numbers
+/// (or templates giving one), patterns that compile.
+fn validate_json(e: &Expect, site: &Site<'_>) -> Result<(), String> {
+    for p in &e.json {
+        json_pointer(&p.pointer, site)?;
+    }
+    for p in &e.json {
+        if p.is_empty() {
+            return Err(site.fail(format!(
+                "the check of `{}` says neither equals, not_equals, matches, present, less_than, at_most, at_least nor greater_than",
+                p.pointer
+            )));
+        }
+        for (key, bound, _) in p.comparisons() {
+            let ok = match bound {
+                Value::Number(_) => true,
+                Value::String(t) => !template_vars(t).is_empty() || t.trim().parse::<f64>().is_ok(),
+                _ => false,
+            };
+            if !ok {
+                return Err(site.fail(format!(
+                    "`{key}` of `{}` must be a number or a template giving one",
+                    p.pointer
+                )));
+            }
+        }
+        if let Some(m) = &p.matches
+            && template_vars(m).is_empty()
+        {
+            regex::Regex::new(m).map_err(|e| site.fail(format!("bad regex: {e}")))?;
+        }
+    }
+    Ok(())
 }

@@ -6,9 +6,9 @@
 //! [`NAMED`] (a manifest of 45,000 writers without an idempotency key is one headline, not a
 //! wall of 45,000 findings in every scenario that judges the rule).
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
-use super::Context;
+use super::{Check, Context, Judge, no_validation};
 use crate::observe::Observation;
 use crate::outcome::FindingKind;
 use crate::outcome::{Finding, compact};
@@ -230,3 +230,33 @@ fn keys(table: Option<&Value>) -> String {
         _ => "none".into(),
     }
 }
+
+// ---- the checks of this family ----
+
+/// The `manifest_rules` check.
+pub(super) const MANIFEST_RULES: Check = Check {
+    defined_in: file!(),
+    key: Some("manifest_rules"),
+    active: |e| !e.manifest_rules.is_empty(),
+    needs_response: true,
+    judge: Judge::Response(manifest_rules),
+    holds: "the manifest keeps these registration rules: `detach-or-resume`, `incomplete-entry`, `incomplete-entry-shape`, `not-async-or-streaming`, `resumable-writer-has-key`, `budget-flag-only-when-interruptible`",
+    findings: &[FindingKind::ManifestRule],
+    cites: &[],
+    value: || {
+        json!({
+            "type": "array",
+            "items": {
+                "enum": [
+                    "detach-or-resume",
+                    "incomplete-entry",
+                    "incomplete-entry-shape",
+                    "not-async-or-streaming",
+                    "resumable-writer-has-key",
+                    "budget-flag-only-when-interruptible"
+                ]
+            }
+        })
+    },
+    validate: no_validation,
+};

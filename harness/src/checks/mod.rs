@@ -7,9 +7,16 @@
 //! order is the order of the findings. A check produces [`Finding`]s (data, never panics); one
 //! whose subject is missing (no JSON on stdout, a pointer that is not there) says so as a
 //! finding. The vocabulary is listed in the manual (crate docs, "Checks").
+//!
+//! Each check is one [`Check`] constant in its family module (`exit.rs`, `json.rs`,
+//! `compare.rs`, `output.rs`, ...), beside its judge: its key, its value's schema, what holds,
+//! what it cites, its validation. `conform explain ID` names the file of each check judging a
+//! step; the step stage that runs the step and resolves its values is [`crate::step`] (a run
+//! step's invocation: `harness/src/step/invoke.rs`).
 
 mod compare;
 mod exit;
+mod generated;
 mod json;
 mod manifest;
 mod output;
@@ -18,6 +25,8 @@ mod shape;
 mod stream;
 #[cfg(test)]
 mod tests;
+
+pub use generated::{expect_schema, manual_table};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -32,9 +41,8 @@ pub use progress::progress_findings;
 pub use shape::{DeclaredEntry, declared_entries};
 
 use crate::observe::{Observation, StdoutProblem};
-use crate::outcome::FindingKind;
-use crate::outcome::{Finding, ReproCommand};
-use crate::scenario::Expect;
+use crate::outcome::{Finding, FindingKind, ReproCommand};
+use crate::scenario::{Expect, Scenario, Step};
 
 /// Everything a check may look at besides the observation, resolved by the step stage first.
 #[derive(Debug)]
@@ -229,9 +237,16 @@ pub enum Judge {
     Step(StepCheck),
 }
 
-/// One row of [`CHECKS`].
+/// One check: everything about one `expect` key, in one place (as ripgrep's flags own their
+/// docs and parsing). Each family module (`exit`, `json`, `compare`, ...) defines its checks
+/// as constants beside their judge functions; [`CHECKS`] lists them. The manual's table of
+/// checks (`harness/docs/checks.md`) and the `expect` part of `schemas/scenario.json` are
+/// generated from this list ([`manual_table`], [`expect_schema`]) and a test fails on any
+/// drift (`SNAPSHOTS=overwrite` rewrites them).
 #[derive(Clone, Copy)]
 pub struct Check {
+    /// The source file that defines it (`harness/src/checks/json.rs`), for `conform explain`.
+    pub defined_in: &'static str,
     /// The `expect` key that turns it on; `None` for a check every step gets (the timeout).
     pub key: Option<&'static str>,
     /// Whether `expect` turns it on.
@@ -241,197 +256,99 @@ pub struct Check {
     pub needs_response: bool,
     /// What it looks at, and its function.
     pub judge: Judge,
+    /// What holds when it passes, in the project's words (Markdown): the manual's row, the
+    /// schema's description, what `conform explain` says of it.
+    pub holds: &'static str,
+    /// The kinds of the findings it reports.
+    pub findings: &'static [FindingKind],
+    /// The requirements it cites (`REQ-F-080`), beyond the scenario's own.
+    pub cites: &'static [&'static str],
+    /// The JSON Schema of its value in a scenario file (without its description).
+    pub value: fn() -> Value,
+    /// Its part of a scenario's validation, run when it is active: what the key needs of the
+    /// scenario and of the earlier steps.
+    pub validate: fn(&Expect, &Site<'_>) -> Result<(), String>,
+}
+
+/// Where an `expect` table sits, for its checks' part of a scenario's validation.
+#[derive(Debug, Clone, Copy)]
+pub struct Site<'a> {
+    /// The scenario.
+    pub scenario: &'a Scenario,
+    /// The step whose `expect` it is.
+    pub step: &'a Step,
+    /// The steps before it, by name.
+    pub earlier: &'a BTreeMap<&'a str, &'a Step>,
+}
+
+impl<'a> Site<'a> {
+    /// A validation error of the step.
+    pub fn fail(&self, what: impl std::fmt::Display) -> String {
+        format!("step `{}`: {what}", self.step.name())
+    }
+
+    /// The earlier step `other`, which `what` names; an error when there is none.
+    pub fn refer(&self, other: &str, what: &str) -> Result<&'a Step, String> {
+        self.earlier
+            .get(other)
+            .copied()
+            .ok_or_else(|| self.fail(format!("{what} `{other}` is not an earlier step")))
+    }
+}
+
+/// The validation of a check whose key needs nothing of the scenario.
+fn no_validation(_: &Expect, _: &Site<'_>) -> Result<(), String> {
+    Ok(())
 }
 
 /// Every check, in the order its findings are reported.
 pub const CHECKS: &[Check] = &[
-    Check {
-        key: Some("exit"),
-        active: |e| e.exit.is_some(),
-        needs_response: false,
-        judge: Judge::Observation(exit::exit),
-    },
-    Check {
-        key: Some("exit_not"),
-        active: |e| !e.exit_not.is_empty(),
-        needs_response: false,
-        judge: Judge::Observation(exit::exit_not),
-    },
-    Check {
-        key: None,
-        active: |_| true,
-        needs_response: false,
-        judge: Judge::Observation(exit::timeout),
-    },
-    Check {
-        key: Some("exit_in_table"),
-        active: |e| e.exit_in_table == Some(true),
-        needs_response: false,
-        judge: Judge::Observation(exit::exit_in_table),
-    },
-    Check {
-        key: Some("exit_matches_meta"),
-        active: |e| e.exit_matches_meta == Some(true),
-        needs_response: false,
-        judge: Judge::Observation(json::exit_matches_meta),
-    },
-    Check {
-        key: Some("stream"),
-        active: |e| e.stream == Some(true),
-        needs_response: false,
-        judge: Judge::Observation(stream::stream),
-    },
-    Check {
-        key: Some("same_stdout_as"),
-        active: |e| e.same_stdout_as.is_some(),
-        needs_response: false,
-        judge: Judge::Observation(compare::same_stdout_as),
-    },
-    Check {
-        key: Some("stdout_differs_from"),
-        active: |e| e.stdout_differs_from.is_some(),
-        needs_response: false,
-        judge: Judge::Observation(compare::stdout_differs_from),
-    },
-    // These two compare `/data` whether or not stdout held one (saying which side lacks it),
-    // and also want stdout to hold one.
-    Check {
-        key: Some("same_data_as"),
-        active: |e| e.same_data_as.is_some(),
-        needs_response: true,
-        judge: Judge::Observation(compare::same_data_as),
-    },
-    Check {
-        key: Some("data_differs_from"),
-        active: |e| e.data_differs_from.is_some(),
-        needs_response: true,
-        judge: Judge::Observation(compare::data_differs_from),
-    },
-    // It judges stdout itself (an empty one may pass), so it needs no response.
-    Check {
-        key: Some("envelope"),
-        active: |e| e.envelope.is_some(),
-        needs_response: false,
-        judge: Judge::Observation(json::envelope),
-    },
-    Check {
-        key: Some("schema"),
-        active: |e| e.schema.is_some(),
-        needs_response: true,
-        judge: Judge::Response(json::schema),
-    },
-    Check {
-        key: Some("json"),
-        active: |e| !e.json.is_empty(),
-        needs_response: true,
-        judge: Judge::Response(json::json),
-    },
-    Check {
-        key: Some("continues_verbatim"),
-        active: |e| e.continues_verbatim == Some(true),
-        needs_response: true,
-        judge: Judge::Response(compare::continues_verbatim),
-    },
-    Check {
-        key: Some("differs_from"),
-        active: |e| !e.differs_from.is_empty(),
-        needs_response: true,
-        judge: Judge::Response(compare::differs_from),
-    },
-    Check {
-        key: Some("manifest_rules"),
-        active: |e| !e.manifest_rules.is_empty(),
-        needs_response: true,
-        judge: Judge::Response(manifest::manifest_rules),
-    },
-    Check {
-        key: Some("matches_calibrated"),
-        active: |e| e.matches_calibrated == Some(true),
-        needs_response: true,
-        judge: Judge::Response(compare::matches_calibrated),
-    },
-    Check {
-        key: Some("ends_as_calibrated"),
-        active: |e| e.ends_as_calibrated == Some(true),
-        needs_response: true,
-        judge: Judge::Response(compare::ends_as_calibrated),
-    },
-    Check {
-        key: Some("same_response_as"),
-        active: |e| e.same_response_as.is_some(),
-        needs_response: true,
-        judge: Judge::Response(compare::same_response_as),
-    },
-    Check {
-        key: Some("elapsed_max"),
-        active: |e| e.elapsed_max.is_some(),
-        needs_response: false,
-        judge: Judge::Observation(output::elapsed_max),
-    },
-    Check {
-        key: Some("elapsed_min"),
-        active: |e| e.elapsed_min.is_some(),
-        needs_response: false,
-        judge: Judge::Observation(output::elapsed_min),
-    },
-    Check {
-        key: Some("pipes_released"),
-        active: |e| e.pipes_released == Some(true),
-        needs_response: false,
-        judge: Judge::Observation(output::pipes_released),
-    },
-    Check {
-        key: Some("no_ansi"),
-        active: |e| !e.no_ansi.is_empty(),
-        needs_response: false,
-        judge: Judge::Observation(output::no_ansi),
-    },
-    Check {
-        key: Some("progress_monotonic"),
-        active: |e| e.progress_monotonic == Some(true),
-        needs_response: false,
-        judge: Judge::Observation(progress::progress_monotonic),
-    },
-    Check {
-        key: Some("no_prose"),
-        active: |e| e.no_prose == Some(true),
-        needs_response: false,
-        judge: Judge::Observation(output::no_prose),
-    },
-    Check {
-        key: Some("warnings"),
-        active: |e| !e.warnings.is_empty(),
-        needs_response: false,
-        judge: Judge::Step(json::warnings),
-    },
-    // Every response of the step, each hop of a loop included (the per-observation checks
-    // see a loop's last hop only).
-    Check {
-        key: Some("budget_recorded"),
-        active: |e| e.budget_recorded == Some(true),
-        needs_response: true,
-        judge: Judge::Step(shape::budget_recorded),
-    },
-    Check {
-        key: Some("retryable_as_declared"),
-        active: |e| e.retryable_as_declared == Some(true),
-        needs_response: true,
-        judge: Judge::Step(shape::retryable_as_declared),
-    },
-    Check {
-        key: Some("stalls_below"),
-        active: |e| e.stalls_below.is_some(),
-        needs_response: false,
-        judge: Judge::Step(progress::stalls_below),
-    },
-    // Judged across the step, but each observation without a response is a finding of its own.
-    Check {
-        key: Some("same"),
-        active: |e| !e.same.is_empty(),
-        needs_response: true,
-        judge: Judge::Step(json::same),
-    },
+    exit::EXIT,
+    exit::EXIT_NOT,
+    exit::TIMEOUT,
+    exit::EXIT_IN_TABLE,
+    json::EXIT_MATCHES_META,
+    stream::STREAM,
+    compare::SAME_STDOUT_AS,
+    compare::STDOUT_DIFFERS_FROM,
+    compare::SAME_DATA_AS,
+    compare::DATA_DIFFERS_FROM,
+    json::ENVELOPE,
+    json::SCHEMA,
+    json::JSON,
+    compare::CONTINUES_VERBATIM,
+    compare::DIFFERS_FROM,
+    manifest::MANIFEST_RULES,
+    compare::MATCHES_CALIBRATED,
+    compare::ENDS_AS_CALIBRATED,
+    compare::SAME_RESPONSE_AS,
+    output::ELAPSED_MAX,
+    output::ELAPSED_MIN,
+    output::PIPES_RELEASED,
+    output::NO_ANSI,
+    progress::PROGRESS_MONOTONIC,
+    output::NO_PROSE,
+    json::WARNINGS,
+    shape::BUDGET_RECORDED,
+    shape::RETRYABLE_AS_DECLARED,
+    progress::STALLS_BELOW,
+    json::SAME,
 ];
+
+/// The check of an `expect` key.
+pub fn check(key: &str) -> Option<&'static Check> {
+    CHECKS.iter().find(|c| c.key == Some(key))
+}
+
+/// The checks `expect` turns on, in order (the timeout, which every step gets, included).
+pub fn active(expect: &Expect) -> impl Iterator<Item = &'static Check> + '_ {
+    CHECKS.iter().filter(move |c| (c.active)(expect))
+}
+
+/// Validates an `expect` table where it sits: each active check's part, in order.
+pub fn validate(expect: &Expect, site: &Site<'_>) -> Result<(), String> {
+    active(expect).try_for_each(|c| (c.validate)(expect, site))
+}
 
 /// Whether an active check of `expect` needs stdout to hold one JSON document.
 pub fn needs_response(expect: &Expect) -> bool {

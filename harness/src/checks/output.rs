@@ -3,7 +3,9 @@
 
 use std::time::Duration;
 
-use super::Context;
+use serde_json::json;
+
+use super::{Check, Context, Judge, no_validation};
 use crate::observe::{Observation, StdoutProblem};
 use crate::outcome::FindingKind;
 use crate::outcome::{Finding, millis};
@@ -157,3 +159,75 @@ pub(super) fn no_prose(expect: &Expect, obs: &Observation, _ctx: &Context<'_>) -
         ],
     }
 }
+
+// ---- the checks of this family ----
+
+/// The `elapsed_max` check.
+pub(super) const ELAPSED_MAX: Check = Check {
+    defined_in: file!(),
+    key: Some("elapsed_max"),
+    active: |e| e.elapsed_max.is_some(),
+    needs_response: false,
+    judge: Judge::Observation(elapsed_max),
+    holds: "the step took at most this long (a duration expression)",
+    findings: &[FindingKind::Elapsed],
+    cites: &[],
+    value: || json!({"$ref": "#/definitions/DurationExpr"}),
+    validate: no_validation,
+};
+
+/// The `elapsed_min` check.
+pub(super) const ELAPSED_MIN: Check = Check {
+    defined_in: file!(),
+    key: Some("elapsed_min"),
+    active: |e| e.elapsed_min.is_some(),
+    needs_response: false,
+    judge: Judge::Observation(elapsed_min),
+    holds: "the step took at least this long (a duration expression)",
+    findings: &[FindingKind::Elapsed],
+    cites: &[],
+    value: || json!({"$ref": "#/definitions/DurationExpr"}),
+    validate: no_validation,
+};
+
+/// The `pipes_released` check.
+pub(super) const PIPES_RELEASED: Check = Check {
+    defined_in: file!(),
+    key: Some("pipes_released"),
+    active: |e| e.pipes_released == Some(true),
+    needs_response: false,
+    judge: Judge::Observation(pipes_released),
+    holds: "stdout and stderr hit end-of-file within 1 s of the exit",
+    findings: &[FindingKind::PipesReleased],
+    cites: &[],
+    value: || json!({"type": "boolean"}),
+    validate: no_validation,
+};
+
+/// The `no_ansi` check.
+pub(super) const NO_ANSI: Check = Check {
+    defined_in: file!(),
+    key: Some("no_ansi"),
+    active: |e| !e.no_ansi.is_empty(),
+    needs_response: false,
+    judge: Judge::Observation(no_ansi),
+    holds: "these streams (`stdout`, `stderr`) hold no ANSI escape",
+    findings: &[FindingKind::Ansi],
+    cites: &[],
+    value: || json!({"type": "array", "items": {"enum": ["stdout", "stderr"]}}),
+    validate: no_validation,
+};
+
+/// The `no_prose` check.
+pub(super) const NO_PROSE: Check = Check {
+    defined_in: file!(),
+    key: Some("no_prose"),
+    active: |e| e.no_prose == Some(true),
+    needs_response: false,
+    judge: Judge::Observation(no_prose),
+    holds: "stdout is empty or one JSON document (help and prose go to stderr)",
+    findings: &[FindingKind::Prose],
+    cites: &[],
+    value: || json!({"type": "boolean"}),
+    validate: no_validation,
+};

@@ -3,13 +3,13 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
-use super::Context;
+use super::{Check, Context, Judge, no_validation};
 use crate::observe::Observation;
 use crate::outcome::FindingKind;
 use crate::outcome::{Finding, compact};
-use crate::scenario::Expect;
+use crate::scenario::{Expect, Step};
 
 /// `progress_monotonic`: over every observation of the scenario so far.
 pub(super) fn progress_monotonic(
@@ -109,3 +109,39 @@ pub(super) fn stalls_below(
         .actual(list.join(", ")),
     ]
 }
+
+// ---- the checks of this family ----
+
+/// The `progress_monotonic` check.
+pub(super) const PROGRESS_MONOTONIC: Check = Check {
+    defined_in: file!(),
+    key: Some("progress_monotonic"),
+    active: |e| e.progress_monotonic == Some(true),
+    needs_response: false,
+    judge: Judge::Observation(progress_monotonic),
+    holds: "`data.progress.done` never decreases across the scenario's responses, per `data.job_id`",
+    findings: &[FindingKind::ProgressMonotonic],
+    cites: &[],
+    value: || json!({"type": "boolean"}),
+    validate: no_validation,
+};
+
+/// The `stalls_below` check.
+pub(super) const STALLS_BELOW: Check = Check {
+    defined_in: file!(),
+    key: Some("stalls_below"),
+    active: |e| e.stalls_below.is_some(),
+    needs_response: false,
+    judge: Judge::Step(stalls_below),
+    holds: "continue only: fewer than N hops exit 14 without a larger `data.progress.done` than the hop before, when the loop ends with exit 0 (REQ-F-082's agent loop cancels at 3 such stalls)",
+    findings: &[FindingKind::ProgressStalls],
+    cites: &["REQ-F-082"],
+    value: || json!({"type": "integer", "minimum": 1}),
+    validate: |_, site| {
+        if matches!(site.step, Step::Continue(_)) {
+            Ok(())
+        } else {
+            Err(site.fail("`stalls_below` belongs to continue steps"))
+        }
+    },
+};

@@ -6,9 +6,9 @@
 //! Each check gives one finding per step however many of its responses break the rule, naming
 //! them all: a tool that never records its budget has one cause, and should read as one.
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
-use super::StepFacts;
+use super::{Check, Judge, StepFacts, no_validation};
 use crate::discover::Commands;
 use crate::observe::INCOMPLETE;
 use crate::observe::Observation;
@@ -167,3 +167,35 @@ pub(super) fn retryable_as_declared(
 fn exit_word(obs: &Observation) -> String {
     obs.exit_code().map_or_else(|| "none".to_owned(), |c| c.to_string())
 }
+
+// ---- the checks of this family ----
+
+/// The `budget_recorded` check.
+// Every response of the step, each hop of a loop included (the per-observation checks see a
+// loop's last hop only).
+pub(super) const BUDGET_RECORDED: Check = Check {
+    defined_in: file!(),
+    key: Some("budget_recorded"),
+    active: |e| e.budget_recorded == Some(true),
+    needs_response: true,
+    judge: Judge::Step(budget_recorded),
+    holds: "every response of the step (each copy, each hop of a continue loop, not only its last) has `meta.budget_ms`, a whole number; an ending that `job wait` / `job status` relays (any exit but 14: the stored final response, JOB_LOST, STALLED, a cancelled job's) may leave it out, where the spec contradicts itself (CONTRACT §9), and is a whole number when there; one finding names every response without it",
+    findings: &[FindingKind::BudgetMeta],
+    cites: &["REQ-F-080"],
+    value: || json!({"type": "boolean"}),
+    validate: no_validation,
+};
+
+/// The `retryable_as_declared` check.
+pub(super) const RETRYABLE_AS_DECLARED: Check = Check {
+    defined_in: file!(),
+    key: Some("retryable_as_declared"),
+    active: |e| e.retryable_as_declared == Some(true),
+    needs_response: true,
+    judge: Judge::Step(retryable_as_declared),
+    holds: "every INCOMPLETE (exit 14) response of the step (each copy, each hop) has the `error.retryable` of the `\"14\"` exit-code entry of the command it answers for: the role's (or the step's arguments'); a `job wait` continuing a detaching command, or a `job.*` step, may copy the built-in's own entry instead (none declared counts as read-only, retryable), CONTRACT §9",
+    findings: &[FindingKind::IncompleteRetryable],
+    cites: &["REQ-F-082"],
+    value: || json!({"type": "boolean"}),
+    validate: no_validation,
+};

@@ -1,11 +1,13 @@
 //! `stream = true`: stdout is a JSONL stream keeping REQ-O-004, read by [`crate::stream`].
 
-use super::Context;
+use serde_json::json;
+
+use super::{Check, Context, Judge};
 use crate::exec::Termination;
 use crate::observe::Observation;
 use crate::outcome::Finding;
 use crate::outcome::FindingKind;
-use crate::scenario::Expect;
+use crate::scenario::{Expect, ProbeKind, Step};
 
 /// `stream = true`: one finding per broken rule of the stream. Being killed at the deadline is
 /// the runner's `stream-deadline` finding, not repeated here.
@@ -35,3 +37,30 @@ pub(super) fn stream(expect: &Expect, obs: &Observation, _ctx: &Context<'_>) -> 
         })
         .collect()
 }
+
+// ---- the checks of this family ----
+
+/// The `stream` check.
+pub(super) const STREAM: Check = Check {
+    defined_in: file!(),
+    key: Some("stream"),
+    active: |e| e.stream == Some(true),
+    needs_response: false,
+    judge: Judge::Observation(stream),
+    holds: "stdout is a REQ-O-004 stream ([`stream`]): one JSON object a line, heartbeats ordinary, exactly one terminal line last (a `_summary`, exit 0; or a valid error envelope whose `meta.exit_code` is the exit), numbered `_seq` 1, 2, ... with `_count` / `meta.items_emitted` to match, or no `_seq` at all; one finding per broken rule, with its line; on a step with `probe = \"stream\"` or `\"stream-signal\"`",
+    findings: &[FindingKind::Stream],
+    cites: &["REQ-O-004"],
+    value: || json!({"type": "boolean"}),
+    validate: |_, site| {
+        let probe = match site.step {
+            Step::Run(r) => r.probe,
+            _ => None,
+        };
+        if matches!(probe, Some(ProbeKind::Stream | ProbeKind::StreamSignal)) {
+            Ok(())
+        } else {
+            Err(site
+                .fail("`stream` checks a step with `probe = \"stream\"` or `\"stream-signal\"`"))
+        }
+    },
+};

@@ -1,5 +1,11 @@
 //! Running the tool: a role's invocation, a kit probe, an argument-order placement, a stream
 //! probe; `count` copies at once, with the step's budget, timeout, instance and stdin.
+//!
+//! A step's `budget` becomes `--budget <value>` here, rendered in the profile's
+//! `[tool] budget_format`, and its `env` (e.g. `AGENT_CALL_BUDGET_MS`) goes into the
+//! invocation's environment; `conform explain ID TOOL` prints the argv this builds. The
+//! reference tool's side of the rule that REQ-F-080's scenarios test is
+//! `reference-tool/src/framework/budget.rs`.
 
 use std::ffi::OsString;
 use std::path::PathBuf;

@@ -101,7 +101,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
-    use crate::scenario::parse_scenario;
+    use crate::catalogue::parse_scenario;
 
     #[test]
     fn a_marked_process_is_described_by_pid_and_command_line() {

@@ -50,6 +50,66 @@ fn explain_shows_the_scenario_and_its_source() {
     assert_eq!(envelope["data"]["scenario"]["steps"][1]["action"], "kill-worker");
 }
 
+/// The scenario of the newcomer's walk: "--budget takes precedence over AGENT_CALL_BUDGET_MS".
+const WALKED: &str = "budget-flag-beats-env";
+
+#[test]
+fn explain_shows_each_step_s_argv_variables_and_checks() {
+    let out = conform().args(["explain", WALKED]).output().unwrap();
+    assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+    insta::assert_snapshot!("explain_without_a_tool", String::from_utf8(out.stdout).unwrap());
+
+    let out = conform().args(["explain", WALKED, "--format", "json"]).output().unwrap();
+    let envelope = stdout_json(&out);
+    assert!(errors(&validator("response-envelope.json"), &envelope).is_empty());
+    let data = &envelope["data"];
+    assert_eq!(data["variables"][0]["name"], "{budget}");
+    assert!(data["variables"][0]["value"].is_null(), "no tool, no value: {data}");
+    assert_eq!(data["variables"][1]["value"], "1500 ms", "{{slack}} needs no tool");
+    let step = &data["steps"][0];
+    assert_eq!(step["argv"][0], "TOOL");
+    assert_eq!(step["env"][0], "AGENT_CALL_BUDGET_MS=600000");
+    let keys: Vec<&str> =
+        step["checks"].as_array().unwrap().iter().filter_map(|c| c["key"].as_str()).collect();
+    assert_eq!(keys, ["exit", "json", "elapsed_max"]);
+    assert_eq!(step["checks"][2]["defined_in"], "harness/src/checks/json.rs");
+}
+
+/// reftool beside this test binary (a workspace build makes it).
+fn reftool() -> std::path::PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().and_then(std::path::Path::parent).unwrap();
+    dir.join("reftool").canonicalize().expect("build reftool first (cargo build -p reftool)")
+}
+
+#[test]
+fn explain_with_a_tool_shows_the_values_run_would_use() {
+    let profile =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../reference-tool/conform.toml");
+    let tool = reftool();
+    let out = conform()
+        .args(["explain", WALKED])
+        .arg(&tool)
+        .arg("--profile")
+        .arg(&profile)
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    // What the calibration measured varies from run to run; its formulas do not.
+    let escaped = regex::escape(&tool.display().to_string());
+    insta::with_settings!({ filters => vec![
+        (escaped.as_str(), "[TOOL]"),
+        (r"D = \d+ ms", "D = [D] ms"),
+        (r"\{budget\} = \d+ ms", "{budget} = [BUDGET] ms"),
+        (r"--budget \d+m?s\b", "--budget [BUDGET]"),
+        (r#""\{budget\}" -> \d+"#, r#""{budget}" -> [BUDGET]"#),
+        (r"-> \d+ \+ 1500 = \d+ ms", "-> [BUDGET] + 1500 = [BUDGET + 1500] ms"),
+    ]}, {
+        insta::assert_snapshot!("explain_with_reftool", text);
+    });
+}
+
 #[test]
 fn explain_of_an_unknown_id_is_arg_error_with_a_hint() {
     let out = conform().args(["explain", "dead-worker"]).output().unwrap();

@@ -290,9 +290,9 @@ fn a_tool_printing_prose_fails_with_the_evidence() {
 /// asks for it: the scenario is a harness error, and the tool never sees the call.
 #[test]
 fn a_destructive_command_outside_the_profile_is_never_run() {
+    use conform::catalogue::parse_scenario;
     use conform::profile::Profile;
     use conform::run::Engine;
-    use conform::scenario::parse_scenario;
 
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("calls.log");

@@ -308,7 +308,7 @@ fn a_read_probe_failing_with_a_valid_envelope_fails_no_kit_check() {
 /// The scenario ids the runner charges hangs to are the catalogue's.
 #[test]
 fn the_scenarios_hangs_are_charged_to_exist() {
-    let catalogue = conform::scenario::Catalogue::embedded().unwrap();
+    let catalogue = conform::catalogue::Catalogue::embedded().unwrap();
     for id in [NO_HANG_CLOSED, conform::step::NO_HANG_OPEN, conform::step::DRY_RUN_PREVIEWS] {
         let scenario = catalogue.get(id).unwrap_or_else(|| panic!("no scenario {id}"));
         assert!(scenario.tags.iter().any(|t| t == "kit"), "{id}");

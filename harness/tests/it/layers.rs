@@ -35,9 +35,11 @@ const LAYERS: &[&str] = &[
     "interrupt",
     "prepare",
     "discover",
+    // pure judges; each owns its `expect` key's validation, which the catalogue runs
+    "checks",
+    "catalogue",
     "plan",
     "calibrate",
-    "checks",
     "step",
     "levels",
     "summary",

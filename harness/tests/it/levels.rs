@@ -1,11 +1,11 @@
 //! The spec's conformance levels and §79 as verdicts: which scenarios decide each, and when a
 //! claim is a pass, a fail or incomplete.
 
+use conform::catalogue::Catalogue;
 use conform::levels::{
     Claim, ClaimVerdict, KIT_CHECKS, KitStatus, Unselected, kit_checks, spec_level, verdicts,
 };
 use conform::outcome::{BaselineMark, ScenarioResult, SkipReason, Status};
-use conform::scenario::Catalogue;
 use conform::scenario::{Declaration, Obligation};
 use conform::summary::{RunFacts, RunSummary};
 

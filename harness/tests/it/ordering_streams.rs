@@ -3,11 +3,11 @@
 
 use std::path::{Path, PathBuf};
 
+use conform::catalogue::parse_scenario;
 use conform::outcome::{ScenarioResult, SkipReason, Status};
 use conform::plan::static_skip;
 use conform::profile::Profile;
 use conform::run::Engine;
-use conform::scenario::parse_scenario;
 use rstest::rstest;
 
 fn streamtool() -> PathBuf {

@@ -5,10 +5,8 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::Duration;
 
-use conform::scenario::{
-    Catalogue, SCENARIO_FILES, Step, Var, eval_duration, parse_scenario, template_vars,
-    walk_template,
-};
+use conform::catalogue::{Catalogue, parse_scenario};
+use conform::scenario::{SCENARIO_FILES, Step, Var, eval_duration, template_vars, walk_template};
 use rstest::rstest;
 
 use crate::support::{errors, validator};
