@@ -778,3 +778,341 @@ fn needs_role(key: &str, site: &Site<'_>) -> Result<(), String> {
         None => Err(site.fail(format!("`{key}` needs a role in `roles`"))),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::checks::tests::*;
+
+    #[test]
+    fn same_response_as_compares_after_redaction() {
+        let at = |root: &'static str| {
+            let r = envelope(json!({ "out": format!("{root}/work/out.csv") }));
+            Parts { stdout: r.to_string().into_bytes(), sandbox_root: root, ..Parts::default() }
+                .build()
+        };
+        let world = World::default().with("first", at("/tmp/sandbox-b"));
+        let e = expect(json!({ "same_response_as": "first" }));
+        assert!(world.judge(&e, &at("/tmp/sandbox-a")).is_empty());
+        let other = responding(envelope(json!({ "out": "elsewhere" })));
+        let f = only(world.judge(&e, &other));
+        assert_eq!(f.message, "the response differs from step `first`'s");
+        let f = only(World::default().judge(&e, &other));
+        assert_eq!(f.message, "step `first` has no JSON response to compare with");
+    }
+
+    #[test]
+    fn matches_calibrated_compares_ok_data_error_and_exit_code() {
+        let e = expect(json!({ "matches_calibrated": true }));
+        let mut calibrated = envelope(json!({ "rows": 3 }));
+        calibrated["meta"]["duration_ms"] = json!(9000);
+        let world = World::default().calibrated(calibrated, "/tmp/calibration");
+        assert!(world.judge(&e, &responding(envelope(json!({ "rows": 3 })))).is_empty());
+        let f = only(world.judge(&e, &responding(envelope(json!({ "rows": 2 })))));
+        assert_eq!(f.check, "calibrated-equality");
+        assert!(f.expected.unwrap().contains("\"rows\": 3"));
+        // The same response under another exit is no match (a tool that relays the work's
+        // envelope but exits 1, say).
+        let same = envelope(json!({ "rows": 3 })).to_string();
+        let f = only(world.judge(&e, &exited(1, &same)));
+        assert_eq!(
+            f.message,
+            "the response is the one the work gives with --budget 0, but not its exit"
+        );
+        assert_eq!(f.actual.as_deref(), Some("exit 1"));
+        let f = only(judge(&e, &responding(envelope(json!({})))));
+        assert_eq!(f.message, "the scenario has no calibrated role");
+    }
+
+    /// A command's data may carry what it measured (a slept time): the role names it in its
+    /// `redact`, and the rest is compared.
+    #[test]
+    fn matches_calibrated_leaves_out_what_the_role_redacts() {
+        let e = expect(json!({ "matches_calibrated": true }));
+        let world = World::default()
+            .calibrated(envelope(json!({ "rows": 3, "slept_ms": 2004 })), "/tmp/calibration");
+        let measured = responding(envelope(json!({ "rows": 3, "slept_ms": 1997 })));
+        assert_eq!(names(&world.judge(&e, &measured)), ["calibrated-equality"]);
+        let mut resolved = Resolved::new(&e, &measured, text, duration, split, no_program);
+        resolved.redact = vec!["/data/slept_ms".to_owned()];
+        assert!(world.judge_with(&e, &measured, &resolved).is_empty());
+        let wrong = responding(envelope(json!({ "rows": 2, "slept_ms": 1997 })));
+        assert_eq!(names(&world.judge_with(&e, &wrong, &resolved)), ["calibrated-equality"]);
+    }
+
+    /// `ends_as_calibrated` compares how the work ended, not what it computed: exit, `ok`,
+    /// `error.code`, and the shape of `data`.
+    #[test]
+    fn ends_as_calibrated_compares_the_ending_and_the_shape_of_data() {
+        let e = expect(json!({ "ends_as_calibrated": true }));
+        let world = World::default().calibrated(
+            envelope(json!({ "file": "w.txt", "slept_ms": 2004, "parts": [1, 2] })),
+            "/tmp/calibration",
+        );
+        let measured = envelope(json!({ "file": "w.txt", "slept_ms": 1890, "parts": [3, 4] }));
+        assert!(world.judge(&e, &responding(measured.clone())).is_empty());
+        // Another shape: a key missing, a type changed, an array of another length.
+        for data in [
+            json!({ "file": "w.txt", "parts": [1, 2] }),
+            json!({ "file": "w.txt", "slept_ms": "2004", "parts": [1, 2] }),
+            json!({ "file": "w.txt", "slept_ms": 2004, "parts": [1] }),
+        ] {
+            let f = only(world.judge(&e, &responding(envelope(data))));
+            assert_eq!(f.check, "calibrated-equality");
+        }
+        // The same data under another exit, or a hand-off instead of the ending.
+        assert_eq!(
+            names(&world.judge(&e, &exited(1, &measured.to_string()))),
+            ["calibrated-equality"]
+        );
+        let handoff = json!({ "ok": false, "data": { "state": "running" }, "warnings": [],
+            "error": { "code": "INCOMPLETE", "message": "m", "retryable": true },
+            "meta": { "exit_code": 14, "duration_ms": 5, "budget_ms": 700 } });
+        assert_eq!(names(&world.judge(&e, &responding(handoff))), ["calibrated-equality"]);
+    }
+
+    #[test]
+    fn matches_calibrated_wants_a_failing_role_s_own_exit() {
+        let e = expect(json!({ "matches_calibrated": true }));
+        let failure = json!({ "ok": false, "data": null, "warnings": [],
+            "error": { "code": "INPUT_NOT_TEXT", "message": "not text" },
+            "meta": { "exit_code": 4, "duration_ms": 5 } });
+        let world = World::default().calibrated(failure.clone(), "/tmp/calibration");
+        assert!(world.judge(&e, &responding(failure.clone())).is_empty());
+        // The failure's envelope relayed under exit 1 (or 0) is no match.
+        for code in [0, 1] {
+            let f = only(world.judge(&e, &exited(code, &failure.to_string())));
+            assert_eq!(f.expected.as_deref(), Some("exit 4, as the --budget 0 run"));
+        }
+    }
+
+    #[test]
+    fn differs_from_wants_random_looking_strings() {
+        let id = |s: &str| responding(envelope(json!({ "id": s })));
+        let e = expect(json!({ "differs_from": [{ "step": "first", "pointer": "/data/id" }] }));
+        let world = World::default().with("first", id("job-0a1b2c3d4e5f6071"));
+        assert!(world.judge(&e, &id("job-f9e8d7c6b5a49382")).is_empty());
+        let f = only(world.judge(&e, &id("job-0a1b2c3d4e5f6072")));
+        assert_eq!(f.check, "unlike");
+        assert!(f.message.contains("in only 1 places"));
+        let f = only(World::default().judge(&e, &id("x")));
+        assert_eq!(f.message, "`/data/id` is not a string in this response and in step `first`'s");
+    }
+
+    #[test]
+    fn continues_verbatim_wants_the_invocation_maybe_with_a_key() {
+        let e = expect(json!({ "continues_verbatim": true }));
+        let continuing = |line: &str| responding(envelope(json!({ "continue_command": line })));
+        assert!(judge(&e, &continuing("/bin/tool analyze a.csv")).is_empty());
+        assert!(judge(&e, &continuing("/bin/tool analyze a.csv --idempotency-key k1")).is_empty());
+        assert!(judge(&e, &continuing("/bin/tool analyze --idempotency-key=k1 a.csv")).is_empty());
+        let f = only(judge(&e, &continuing("/bin/tool analyze b.csv")));
+        assert_eq!(f.expected.as_deref(), Some("/bin/tool\nanalyze\na.csv"));
+        assert_eq!(f.actual.as_deref(), Some("/bin/tool\nanalyze\nb.csv"));
+        let f = only(judge(&e, &continuing("/bin/tool analyze (")));
+        assert_eq!(f.message, "sh could not split `/bin/tool analyze (` into words");
+        let f = only(judge(&e, &responding(envelope(json!({})))));
+        assert_eq!(f.message, "the response has no `data.continue_command`");
+        // A continuation run through `sh` is compared as the words of its own line.
+        let shell = |own: &str| {
+            Parts {
+                stdout: envelope(json!({ "continue_command": "tool go --budget 1s" }))
+                    .to_string()
+                    .into_bytes(),
+                command: ReproCommand::Shell(own.into()),
+                ..Parts::default()
+            }
+            .build()
+        };
+        assert!(judge(&e, &shell("tool  go --budget 1s")).is_empty());
+        assert_eq!(only(judge(&e, &shell("tool go on"))).check, "continue-command");
+    }
+
+    #[test]
+    fn stdout_comparisons_go_byte_for_byte() {
+        let world = World::default().with("first", exited(0, "abc\n"));
+        let same = expect(json!({ "same_stdout_as": "first" }));
+        let differs = expect(json!({ "stdout_differs_from": "first" }));
+        assert!(world.judge(&same, &exited(0, "abc\n")).is_empty());
+        assert!(world.judge(&differs, &exited(0, "abd\n")).is_empty());
+        let f = only(world.judge(&same, &exited(0, "abd\n")));
+        assert_eq!(f.message, "stdout differs from step `first`'s from byte 2 on (4 vs 4 bytes)");
+        assert_eq!(
+            f.expected.as_deref(),
+            Some("this step: analyze a.csv\nstep `first`: analyze a.csv\nstdout from byte 2: c\n")
+        );
+        let f = only(world.judge(&differs, &exited(0, "abc\n")));
+        assert_eq!(f.message, "stdout is byte for byte step `first`'s (4 bytes)");
+        let f = only(World::default().judge(&differs, &exited(0, "")));
+        assert_eq!(
+            (f.check.as_str(), f.message.as_str()),
+            ("stdout-differs", "step `first` produced nothing to compare with")
+        );
+    }
+
+    #[test]
+    fn data_comparisons_show_where_data_parts() {
+        let data = |d: Value| responding(envelope(d));
+        let world = World::default().with("first", data(json!({ "a": { "b": [1, 2] }, "c": 1 })));
+        let same = expect(json!({ "same_data_as": "first" }));
+        let differs = expect(json!({ "data_differs_from": "first" }));
+        assert!(world.judge(&same, &data(json!({ "c": 1, "a": { "b": [1, 2] } }))).is_empty());
+        assert!(world.judge(&differs, &data(json!({ "c": 2 }))).is_empty());
+        let f = only(world.judge(&same, &data(json!({ "a": { "b": [1, 3] }, "c": 1 }))));
+        assert_eq!(f.message, "`/data` differs from step `first`'s at `/data/a/b/1`");
+        let f = only(world.judge(&differs, &data(json!({ "a": { "b": [1, 2] }, "c": 1 }))));
+        assert_eq!(f.message, "`/data` is the same as step `first`'s");
+        let f = only(world.judge(&differs, &responding(json!({ "ok": true }))));
+        assert_eq!(f.message, "no `/data` to compare with step `first`'s");
+        assert!(f.actual.unwrap().starts_with("this step's data: absent; "));
+    }
+
+    // ---- continues_verbatim: the choices the spec leaves open (issue 15) ----
+
+    /// A directory with a program `bin/tool`, a link `link/tool` to it, another program
+    /// `bin/other`, a script `cli.py`, and a `PATH` directory whose `tool` links to `bin/tool`.
+    struct Programs {
+        dir: tempfile::TempDir,
+    }
+
+    impl Programs {
+        fn new() -> Self {
+            use std::os::unix::fs::{PermissionsExt as _, symlink};
+            let dir = tempfile::tempdir().unwrap();
+            let root = dir.path();
+            for sub in ["bin", "link", "path"] {
+                std::fs::create_dir(root.join(sub)).unwrap();
+            }
+            for file in ["bin/tool", "bin/other"] {
+                std::fs::write(root.join(file), "#!/bin/sh\n").unwrap();
+                std::fs::set_permissions(root.join(file), std::fs::Permissions::from_mode(0o755))
+                    .unwrap();
+            }
+            std::fs::write(root.join("cli.py"), "print()\n").unwrap();
+            symlink(root.join("bin/tool"), root.join("link/tool")).unwrap();
+            symlink(root.join("bin/tool"), root.join("path/tool")).unwrap();
+            Programs { dir }
+        }
+
+        fn at(&self, rel: &str) -> String {
+            self.dir.path().join(rel).display().to_string()
+        }
+
+        /// The findings of `continues_verbatim` for a call `argv` (run in the directory) that
+        /// answered `line`, with `PATH` the directory's `path/` (or nothing).
+        fn judge(&self, argv: &[String], line: &str, on_path: bool) -> Vec<Finding> {
+            let e = expect(json!({ "continues_verbatim": true }));
+            let obs = Parts {
+                stdout: envelope(json!({ "continue_command": line })).to_string().into_bytes(),
+                command: ReproCommand::Argv(argv.to_vec()),
+                ..Parts::default()
+            }
+            .build();
+            let path = self.dir.path().join("path");
+            let locate = |w: &str, naming| {
+                locate_program(w, naming, self.dir.path(), on_path.then_some(path.as_os_str()))
+            };
+            let resolved = Resolved::new(&e, &obs, text, duration, split, locate);
+            World::default().judge_with(&e, &obs, &resolved)
+        }
+    }
+
+    fn words(text: &str) -> Vec<String> {
+        text.split_whitespace().map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn continues_verbatim_accepts_the_program_named_another_way() {
+        let p = Programs::new();
+        let through_link = words(&format!("{} analyze a.csv", p.at("link/tool")));
+        // The file the link points to, and the bare name an installed tool prints.
+        assert!(
+            p.judge(&through_link, &format!("{} analyze a.csv", p.at("bin/tool")), false)
+                .is_empty()
+        );
+        assert!(p.judge(&through_link, "tool analyze a.csv", true).is_empty());
+        // A bare name nowhere on PATH names nothing.
+        let f = only(p.judge(&through_link, "tool analyze a.csv", false));
+        assert!(f.message.contains("another program"), "{}", f.message);
+        // A script run by its #! line, continued through its interpreter, and the other way round.
+        let script = words(&format!("{} count w.txt", p.at("cli.py")));
+        assert!(
+            p.judge(&script, &format!("/bin/sh {} count w.txt", p.at("cli.py")), false).is_empty()
+        );
+        let interpreted = words("/bin/sh cli.py count w.txt");
+        assert!(
+            p.judge(&interpreted, &format!("/bin/sh {} count w.txt", p.at("cli.py")), false)
+                .is_empty()
+        );
+        assert!(
+            p.judge(&interpreted, &format!("{} count w.txt", p.at("cli.py")), false).is_empty()
+        );
+    }
+
+    #[test]
+    fn continues_verbatim_still_fails_another_program() {
+        let p = Programs::new();
+        let call = words(&format!("{} analyze a.csv", p.at("bin/tool")));
+        let f = only(p.judge(&call, &format!("{} analyze a.csv", p.at("bin/other")), true));
+        assert_eq!(f.check, "continue-command");
+        assert!(f.message.contains("another program"), "{}", f.message);
+        // A name that is the program's but runs something else through an interpreter.
+        let f = only(p.judge(&call, &format!("/bin/sh {} analyze a.csv", p.at("bin/other")), true));
+        assert!(f.message.contains("another program"), "{}", f.message);
+        // An argument naming a file does not make a program of it.
+        let with_file = words(&format!("{} cli.py", p.at("bin/tool")));
+        assert_eq!(
+            only(p.judge(&with_file, &format!("{} cli.py", p.at("bin/other")), true)).check,
+            "continue-command"
+        );
+    }
+
+    #[test]
+    fn continues_verbatim_accepts_the_budget_pair_either_way() {
+        let p = Programs::new();
+        let tool = p.at("bin/tool");
+        let with_budget = words(&format!("{tool} analyze a.csv --budget 300ms"));
+        for line in [
+            format!("{tool} analyze a.csv"),
+            format!("{tool} analyze a.csv --budget 300ms"),
+            format!("{tool} analyze --budget=1s a.csv"),
+        ] {
+            assert!(p.judge(&with_budget, &line, false).is_empty(), "{line}");
+        }
+        let without = words(&format!("{tool} analyze a.csv"));
+        assert!(
+            p.judge(&without, &format!("{tool} analyze a.csv --budget 300ms"), false).is_empty()
+        );
+    }
+
+    #[test]
+    fn continues_verbatim_still_fails_other_missing_arguments_and_a_dropped_key() {
+        let p = Programs::new();
+        let tool = p.at("bin/tool");
+        let call = words(&format!("{tool} analyze a.csv --budget 300ms"));
+        for line in [
+            format!("{tool} analyze b.csv"),
+            format!("{tool} analyze"),
+            format!("{tool} analyze a.csv --verbose"),
+            format!("{tool} a.csv analyze"),
+        ] {
+            let f = only(p.judge(&call, &line, false));
+            assert!(f.message.contains("other arguments"), "{line}: {}", f.message);
+        }
+        // A key the caller gave must come back as it was; one the call lacked may be added.
+        let keyed = words(&format!("{tool} import r.csv --idempotency-key k1"));
+        assert!(
+            p.judge(&keyed, &format!("{tool} import r.csv --idempotency-key=k1"), false).is_empty()
+        );
+        for line in
+            [format!("{tool} import r.csv"), format!("{tool} import r.csv --idempotency-key k2")]
+        {
+            let f = only(p.judge(&keyed, &line, false));
+            assert!(f.message.contains("idempotency key"), "{line}: {}", f.message);
+        }
+        let unkeyed = words(&format!("{tool} import r.csv"));
+        assert!(
+            p.judge(&unkeyed, &format!("{tool} import r.csv --idempotency-key k9"), false)
+                .is_empty()
+        );
+    }
+}

@@ -186,3 +186,73 @@ pub(super) const TIMEOUT: Check = Check {
     value: || json!({}),
     validate: no_validation,
 };
+
+#[cfg(test)]
+mod tests {
+    use crate::checks::tests::*;
+
+    #[test]
+    fn exit_holds_for_the_code_or_one_of_the_list() {
+        assert!(judge(&expect(json!({ "exit": 0 })), &exited(0, "")).is_empty());
+        assert!(judge(&expect(json!({ "exit": [0, 14] })), &exited(14, "")).is_empty());
+        let f = only(judge(&expect(json!({ "exit": 0 })), &exited(2, "")));
+        assert_eq!(
+            (f.check.as_str(), f.message.as_str()),
+            ("exit-code", "exit 2, expected exit 0")
+        );
+        let f = only(judge(&expect(json!({ "exit": [0, 14] })), &exited(1, "")));
+        assert_eq!(f.expected.as_deref(), Some("exit in [0, 14]"));
+        let signaled = Parts { termination: Termination::Signaled(9), ..Parts::default() }.build();
+        assert_eq!(
+            only(judge(&expect(json!({ "exit": 0 })), &signaled)).actual.as_deref(),
+            Some("signal 9")
+        );
+    }
+
+    #[test]
+    fn exit_not_wants_an_exit_by_itself_with_another_code() {
+        let e = expect(json!({ "exit_not": [1, 2] }));
+        assert!(judge(&e, &exited(0, "")).is_empty());
+        let f = only(judge(&e, &exited(2, "")));
+        assert_eq!(f.message, "exit 2 is one it must not be");
+        assert_eq!(f.expected.as_deref(), Some("not exit in [1, 2]"));
+        let killed = Parts { termination: Termination::Signaled(15), ..Parts::default() }.build();
+        assert_eq!(
+            only(judge(&e, &killed)).message,
+            "the process did not exit by itself (signal 15)"
+        );
+    }
+
+    #[test]
+    fn every_step_is_judged_on_its_timeout() {
+        assert!(judge(&Expect::default(), &exited(1, "")).is_empty());
+        let timed_out =
+            Parts { termination: Termination::TimedOut, elapsed_ms: 3000, ..Parts::default() }
+                .build();
+        let f = only(judge(&Expect::default(), &timed_out));
+        assert_eq!(f.check, "timeout");
+        assert!(f.message.ends_with("killed after 3000 ms"));
+    }
+
+    /// REQ-F-001's table, the kit's signal exits, and a command-specific code only where its
+    /// command declares it (the kit takes any code of 79 to 125; conform is stricter).
+    #[test]
+    fn exit_in_table_takes_the_table_signals_and_declared_codes() {
+        let e = expect(json!({ "exit_in_table": true }));
+        for code in [0, 2, 13, 14, 130, 143] {
+            assert!(judge(&e, &exited(code, "{}")).is_empty(), "exit {code}");
+        }
+        for code in [15, 64, 78, 126, 127, 141, 255] {
+            let f = only(judge(&e, &exited(code, "{}")));
+            assert_eq!(f.message, format!("exit {code} is outside the table"));
+        }
+        let undeclared = only(judge(&e, &exited(80, "{}")));
+        assert!(undeclared.message.contains("does not declare"), "{}", undeclared.message);
+        let obs = exited(80, "{}");
+        let mut resolved = Resolved::new(&e, &obs, text, duration, split, no_program);
+        resolved.declared_exits = Some([0, 80].into_iter().collect());
+        assert!(World::default().judge_with(&e, &obs, &resolved).is_empty());
+        let killed = Parts { termination: Termination::TimedOut, ..Parts::default() }.build();
+        assert_eq!(names(&judge(&e, &killed)), ["timeout", "exit-code"]);
+    }
+}

@@ -512,3 +512,219 @@ fn validate_json(e: &Expect, site: &Site<'_>) -> Result<(), String> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::checks::tests::*;
+
+    #[test]
+    fn schema_validates_the_response_against_each_schema_named() {
+        let good = responding(envelope(json!({ "n": 1 })));
+        assert!(judge(&expect(json!({ "schema": "envelope" })), &good).is_empty());
+        assert!(judge(&expect(json!({ "schema": ["envelope"] })), &good).is_empty());
+        let f = only(judge(
+            &expect(json!({ "schema": "envelope" })),
+            &responding(json!({ "ok": true })),
+        ));
+        assert_eq!(f.message, "the response does not validate against response-envelope.json");
+        assert!(f.actual.unwrap().contains("at `/`"));
+    }
+
+    /// `job status` of an async command's running job answers REQ-F-082's INCOMPLETE response
+    /// (REQ-C-022), but no budget applies to that job: `incomplete-job` does not ask for
+    /// `meta.budget_ms`, `incomplete` does; a budget that is there is a whole number in both.
+    #[test]
+    fn incomplete_job_leaves_the_budget_out_of_the_incomplete_schema() {
+        let running = |meta: Value| {
+            responding(json!({ "ok": false, "warnings": [], "meta": meta,
+                "error": { "code": "INCOMPLETE", "message": "running", "retryable": true },
+                "data": { "state": "running", "job_id": "j1", "progress": { "done": 3 },
+                          "continue_command": "tool job wait j1", "cancel_command": "tool job cancel j1" } }))
+        };
+        let bare = running(json!({ "exit_code": 14, "duration_ms": 5 }));
+        assert!(judge(&expect(json!({ "schema": "incomplete-job" })), &bare).is_empty());
+        let f = only(judge(&expect(json!({ "schema": "incomplete" })), &bare));
+        assert!(f.actual.unwrap().contains("budget_ms"));
+        let text = running(json!({ "exit_code": 14, "duration_ms": 5, "budget_ms": "30s" }));
+        let f = only(judge(&expect(json!({ "schema": "incomplete-job" })), &text));
+        assert_eq!(
+            f.message,
+            "the response does not validate against incomplete-response.json (meta.budget_ms optional)"
+        );
+    }
+
+    /// A valid error envelope saying `code` in `meta.exit_code`.
+    fn error_envelope(code: i64) -> Value {
+        json!({ "ok": false, "data": null, "warnings": [],
+                "error": { "code": "ARG_ERROR", "message": "bad", "retryable": false, "phase": "validation" },
+                "meta": { "exit_code": code, "duration_ms": 5 } })
+    }
+
+    #[test]
+    fn exit_matches_meta_compares_a_valid_envelopes_exit_code_with_the_process() {
+        let e = expect(json!({ "exit_matches_meta": true }));
+        assert!(judge(&e, &exited(2, &error_envelope(2).to_string())).is_empty());
+        assert!(judge(&e, &responding(envelope(json!({})))).is_empty());
+        // The classic "always exit 0": the right error envelope, the wrong status.
+        let f = only(judge(&e, &exited(0, &error_envelope(5).to_string())));
+        assert_eq!(f.check.as_str(), "exit-code");
+        assert_eq!(f.message, "the process exited 0 but its envelope says meta.exit_code 5");
+        let f = only(judge(&e, &exited(2, &error_envelope(1).to_string())));
+        assert_eq!(f.expected.as_deref(), Some("meta.exit_code 2, the exit code"));
+        // No valid envelope, or no exit: the envelope checks and the timeout say so, not this.
+        assert!(judge(&e, &exited(3, "{\"meta\": {\"exit_code\": 0}}")).is_empty());
+        assert!(judge(&e, &exited(0, "prose")).is_empty());
+        let timed_out = Parts {
+            termination: Termination::TimedOut,
+            stdout: error_envelope(1).to_string().into_bytes(),
+            ..Parts::default()
+        };
+        assert_eq!(names(&judge(&e, &timed_out.build())), ["timeout"]);
+    }
+
+    #[test]
+    fn envelope_wants_one_valid_envelope_with_the_allowance_named() {
+        let required = expect(json!({ "envelope": "required" }));
+        let or_empty = expect(json!({ "envelope": "or-empty" }));
+        let good = responding(envelope(json!({ "n": 1 })));
+        assert!(judge(&required, &good).is_empty());
+        assert!(judge(&or_empty, &good).is_empty());
+        assert!(judge(&or_empty, &exited(0, "")).is_empty());
+        assert_eq!(names(&judge(&required, &exited(0, ""))), ["stdout-not-json"]);
+        assert_eq!(names(&judge(&or_empty, &exited(0, "usage: tool"))), ["stdout-not-json"]);
+        // Beside a check that needs the response, the stdout problem is one finding, not two.
+        let with_schema = expect(json!({ "envelope": "required", "schema": "manifest" }));
+        assert_eq!(names(&judge(&with_schema, &exited(0, "usage: tool"))), ["stdout-not-json"]);
+        // Any JSON value is not enough: the envelope's shape is the schema's.
+        let no_warnings = json!({ "ok": true, "data": {}, "error": null, "meta": { "exit_code": 0, "duration_ms": 1 } });
+        for shape in [json!({ "version": "1.2" }), json!([]), json!(42), no_warnings] {
+            let f = only(judge(&or_empty, &exited(0, &shape.to_string())));
+            assert_eq!(f.message, "the response does not validate against response-envelope.json");
+        }
+    }
+
+    #[test]
+    fn envelope_lets_a_bare_manifest_through_only_from_the_manifest_command() {
+        let e = expect(json!({ "envelope": "or-bare-manifest" }));
+        let manifest = json!({ "schema_version": "3.20", "commands": {} });
+        let bare = exited(0, &manifest.to_string());
+        let mut resolved = Resolved::new(&e, &bare, text, duration, split, no_program);
+        assert_eq!(names(&World::default().judge_with(&e, &bare, &resolved)), ["schema"]);
+        resolved.manifest_command = true;
+        let findings = World::default().judge_with(&e, &bare, &resolved);
+        assert!(
+            findings.is_empty() || findings[0].message.contains("manifest-response.json"),
+            "{findings:#?}"
+        );
+        // The manifest command's envelope is still an envelope, judged as one.
+        let wrapped_badly = json!({ "ok": true, "data": manifest, "meta": { "exit_code": 0 } });
+        let obs = exited(0, &wrapped_badly.to_string());
+        let f = only(World::default().judge_with(&e, &obs, &resolved));
+        assert_eq!(f.message, "the response does not validate against response-envelope.json");
+    }
+
+    #[test]
+    fn pointer_checks_compare_present_equal_and_unequal_values() {
+        let obs = responding(envelope(json!({ "state": "done", "n": 42, "id": "abc" })));
+        let pass = expect(json!({ "json": [
+            { "pointer": "/data/state", "present": true, "equals": "done", "not_equals": "running" },
+            { "pointer": "/data/gone", "present": false },
+            { "pointer": "/data/n", "equals": "{budget}" },
+            { "pointer": "/data/id", "equals": "{@first/data/id}", "matches": "^a.c$" },
+        ] }));
+        assert!(judge(&pass, &obs).is_empty(), "{:#?}", judge(&pass, &obs));
+        let fail = expect(json!({ "json": [
+            { "pointer": "/data/gone", "present": true },
+            { "pointer": "/data/state", "present": false },
+            { "pointer": "/data/state", "equals": "running" },
+            { "pointer": "/data/gone", "equals": 1 },
+            { "pointer": "/data/n", "not_equals": "{budget}" },
+            { "pointer": "/data/n", "equals": "42" },
+            { "pointer": "/data/id", "matches": "^x" },
+        ] }));
+        let messages: Vec<String> = judge(&fail, &obs).into_iter().map(|f| f.message).collect();
+        assert_eq!(
+            messages,
+            [
+                "`/data/gone` is absent",
+                "`/data/state` is present",
+                "`/data/state` has the wrong value",
+                "`/data/gone` is absent",
+                "`/data/n` has the value it must not have",
+                // Text read as a number only when it came from a template.
+                "`/data/n` has the wrong value",
+                "`/data/id` does not match /^x/",
+            ]
+        );
+    }
+
+    #[test]
+    fn pointer_checks_compare_numbers_with_numbers_or_templates() {
+        let obs = responding(envelope(json!({ "n": 5 })));
+        let pass = expect(json!({ "json": [
+            { "pointer": "/data/n", "less_than": "{budget}", "at_least": 5, "greater_than": "4" },
+        ] }));
+        assert!(judge(&pass, &obs).is_empty());
+        let fail = expect(json!({ "json": [
+            { "pointer": "/data/n", "less_than": 5, "at_least": "6", "greater_than": "{budget}" },
+            { "pointer": "/data/gone", "at_least": 0 },
+            { "pointer": "/data/n", "less_than": "{@first/data/id}" },
+            { "pointer": "/data/n", "equals": "{@gone/x}", "less_than": 9 },
+            { "pointer": "/data/n", "matches": "(" },
+        ] }));
+        let messages: Vec<String> = judge(&fail, &obs).into_iter().map(|f| f.message).collect();
+        assert_eq!(
+            messages[..4],
+            [
+                "`/data/n` is not less than 5",
+                "`/data/n` is not at least 6",
+                "`/data/n` is not greater than 42",
+                "`/data/gone` is not at least 0",
+            ]
+        );
+        assert_eq!(messages[4], "`less_than` of `/data/n` is not a number: \"abc\"");
+        // A template that does not resolve ends that pointer's check.
+        assert_eq!(messages[5], "no value for `{@gone/x}`");
+        assert!(messages[6].starts_with("bad pattern: "), "{messages:#?}");
+        assert_eq!(messages.len(), 7);
+    }
+
+    #[test]
+    fn warnings_wants_each_code_in_some_response_of_the_step() {
+        let warned = |code: &str| {
+            let mut r = envelope(json!({}));
+            r["warnings"] = json!([{ "code": code, "message": "m" }]);
+            responding(r)
+        };
+        let (a, b) = (warned("SLOW"), responding(envelope(json!({}))));
+        let e = expect(json!({ "warnings": ["SLOW"] }));
+        assert!(check_all(&e, "step", &[&b, &a], &StepFacts::default()).is_empty());
+        let f = only(check_all(
+            &expect(json!({ "warnings": ["LATE"] })),
+            "step",
+            &[&a, &b],
+            &StepFacts::default(),
+        ));
+        assert_eq!(f.message, "no response of the step warns `LATE`");
+        assert_eq!(f.actual.as_deref(), Some("[{\"code\":\"SLOW\",\"message\":\"m\"}]\n[]"));
+        assert_eq!(f.step.as_deref(), Some("step"));
+    }
+
+    #[test]
+    fn same_wants_one_value_in_every_response_of_the_step() {
+        let job = |id: &str| responding(envelope(json!({ "job_id": id })));
+        let e = expect(json!({ "same": ["/data/job_id"] }));
+        let (a, b, c) = (job("j1"), job("j1"), job("j2"));
+        assert!(check_all(&e, "copies", &[&a, &b], &StepFacts::default()).is_empty());
+        let f = only(check_all(&e, "copies", &[&a, &b, &c], &StepFacts::default()));
+        assert_eq!(f.message, "`/data/job_id` differs across the 3 responses of the step");
+        assert_eq!(f.actual.as_deref(), Some("\"j1\"\n\"j2\""));
+        let none = exited(0, "");
+        assert_eq!(
+            only(check_all(&e, "copies", &[&a, &none], &StepFacts::default())).actual.as_deref(),
+            Some("\"j1\"\nabsent")
+        );
+        // check_one leaves `same` to check_all.
+        assert_eq!(names(&judge(&e, &a)), Vec::<&str>::new());
+    }
+}

@@ -260,3 +260,65 @@ pub(super) const MANIFEST_RULES: Check = Check {
     },
     validate: no_validation,
 };
+
+#[cfg(test)]
+mod tests {
+    use crate::checks::tests::*;
+
+    #[test]
+    fn manifest_rules_judge_the_manifest_in_the_response() {
+        let manifest = |interruption: Value| {
+            responding(json!({ "commands": { "analyze": {
+                "danger_level": "safe", "interruption": interruption,
+            } } }))
+        };
+        let e = expect(json!({ "manifest_rules": ["detach-or-resume"] }));
+        assert!(judge(&e, &manifest(json!({ "detach": true, "resume": false }))).is_empty());
+        let f = only(judge(&e, &manifest(json!({ "detach": false, "resume": false }))));
+        assert_eq!(
+            f.message,
+            "command `analyze`: declares interruption with neither detach nor resume"
+        );
+        let f = only(judge(&e, &responding(json!({ "name": "tool" }))));
+        assert_eq!(f.message, "the manifest has no `commands` object");
+    }
+
+    /// The manifest schema lets a command inherit its exit codes from the root `exit_codes`
+    /// table (a command lists only codes absent from it or differing from it): an INCOMPLETE
+    /// entry there counts for every interruptible command that lists none of its own, and the
+    /// command's own one, when it has one, is the one judged.
+    #[test]
+    fn manifest_rules_read_the_effective_exit_code_table() {
+        let entry = |retryable: bool, side: &str| json!({ "description": "d", "retryable": retryable, "side_effects": side });
+        let manifest = |root: Value, own: Value| {
+            responding(json!({ "exit_codes": root, "commands": {
+                "analyze": { "danger_level": "safe", "exit_codes": own,
+                             "interruption": { "detach": true, "resume": true } },
+                "import": { "danger_level": "mutating", "exit_codes": { "14": entry(false, "partial") },
+                            "interruption": { "detach": false, "resume": true } },
+            } }))
+        };
+        let e = expect(json!({ "manifest_rules": ["incomplete-entry", "incomplete-entry-shape"] }));
+        let inherited = manifest(json!({ "14": entry(true, "none") }), json!({}));
+        assert!(judge(&e, &inherited).is_empty(), "{:#?}", judge(&e, &inherited));
+        // Neither table has it.
+        let f = only(judge(&e, &manifest(json!({ "0": entry(false, "complete") }), json!({}))));
+        assert!(f.message.starts_with("command `analyze`: declares interruption"), "{}", f.message);
+        assert_eq!(f.actual.as_deref(), Some("exit_codes keys: none; root exit_codes keys: 0"));
+        // The command's own entry overrides the root's, and is the one whose shape is judged.
+        let wrong = manifest(
+            json!({ "14": entry(true, "none") }),
+            json!({ "14": entry(false, "partial") }),
+        );
+        let f = only(judge(&e, &wrong));
+        assert_eq!(
+            f.message,
+            "command `analyze`: the \"14\" entry of a safe command has the wrong shape"
+        );
+        // What conform learns of the commands reads the same table.
+        let commands = crate::discover::Commands::from_manifest(&inherited.json.clone().unwrap());
+        let analyze = &commands.by_path["analyze"];
+        assert_eq!(analyze.incomplete_retryable, Some(true));
+        assert!(analyze.exit_codes.contains(&14));
+    }
+}

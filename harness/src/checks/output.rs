@@ -231,3 +231,71 @@ pub(super) const NO_PROSE: Check = Check {
     value: || json!({"type": "boolean"}),
     validate: no_validation,
 };
+
+#[cfg(test)]
+mod tests {
+    use crate::checks::tests::*;
+
+    #[test]
+    fn elapsed_bounds_hold_inclusively() {
+        let obs = Parts { elapsed_ms: 100, ..Parts::default() }.build();
+        assert!(
+            judge(&expect(json!({ "elapsed_max": "100ms", "elapsed_min": "100ms" })), &obs)
+                .is_empty()
+        );
+        let f = only(judge(&expect(json!({ "elapsed_max": "99ms" })), &obs));
+        assert_eq!(f.message, "took 100 ms, more than 99 ms");
+        assert_eq!((f.expected.as_deref(), f.actual.as_deref()), (Some("≤ 99 ms"), Some("100 ms")));
+        let f = only(judge(&expect(json!({ "elapsed_min": "1s" })), &obs));
+        assert_eq!(f.message, "took 100 ms, less than 1000 ms");
+        // A bound of several terms shows each as measured, never a variable's name.
+        let w = World::default();
+        let e = expect(json!({ "elapsed_max": "{budget} + 50ms" }));
+        let resolved =
+            Resolved::new(&e, &obs, text, |_| Ok(Duration::from_millis(92)), split, no_program);
+        let f = only(w.judge_with(&e, &obs, &resolved));
+        assert_eq!(f.message, "took 100 ms, more than 92 ms (42 ms + 50ms)");
+        let f = only(judge(&expect(json!({ "elapsed_max": "soon" })), &obs));
+        assert_eq!((f.check.as_str(), f.message.as_str()), ("elapsed", "not a duration: soon"));
+    }
+
+    #[test]
+    fn pipes_released_allows_a_grace_after_the_exit() {
+        let e = expect(json!({ "pipes_released": true }));
+        let closing = |after: Option<u64>| {
+            Parts { elapsed_ms: 100, pipes_closed_after_ms: after, ..Parts::default() }.build()
+        };
+        assert!(judge(&e, &closing(Some(1100))).is_empty());
+        let f = only(judge(&e, &closing(Some(1101))));
+        assert_eq!(f.message, "stdout/stderr closed 1001 ms after the process exited");
+        let f = only(judge(&e, &closing(None)));
+        assert_eq!(f.actual.as_deref(), Some("still open after the exit at 100 ms"));
+        assert!(judge(&expect(json!({ "pipes_released": false })), &closing(None)).is_empty());
+    }
+
+    #[test]
+    fn no_ansi_finds_an_escape_on_the_streams_named() {
+        let obs = Parts {
+            stdout: b"{}".to_vec(),
+            stderr: b"warn \x1b[31mred".to_vec(),
+            ..Parts::default()
+        }
+        .build();
+        assert!(judge(&expect(json!({ "no_ansi": ["stdout"] })), &obs).is_empty());
+        let f = only(judge(&expect(json!({ "no_ansi": ["stdout", "stderr"] })), &obs));
+        assert_eq!(f.message, "stderr holds an ANSI escape sequence at byte 5");
+        assert_eq!(f.actual.as_deref(), Some("warn \\e[31mred"));
+    }
+
+    #[test]
+    fn no_prose_allows_nothing_or_one_document() {
+        let e = expect(json!({ "no_prose": true }));
+        assert!(judge(&e, &exited(0, "")).is_empty());
+        assert!(judge(&e, &exited(0, "{\"ok\":true}")).is_empty());
+        let f = only(judge(&e, &exited(0, "Usage: tool [OPTIONS]")));
+        assert_eq!(
+            (f.check.as_str(), f.actual.as_deref()),
+            ("prose", Some("Usage: tool [OPTIONS]"))
+        );
+    }
+}

@@ -145,3 +145,60 @@ pub(super) const STALLS_BELOW: Check = Check {
         }
     },
 };
+
+#[cfg(test)]
+mod tests {
+    use crate::checks::tests::*;
+
+    #[test]
+    fn progress_never_goes_back_within_a_job() {
+        let at = |name: &'static str, job: &str, done: Value| {
+            let r = envelope(json!({ "job_id": job, "progress": { "done": done } }));
+            Parts { name, stdout: r.to_string().into_bytes(), ..Parts::default() }.build()
+        };
+        let e = expect(json!({ "progress_monotonic": true }));
+        let world = World::default()
+            .with("a", at("a", "j1", json!(3)))
+            .with("b", at("b", "j2", json!(1)))
+            .with("c", at("c", "j1", json!(3)));
+        let current = world.history[2].clone();
+        assert!(world.judge(&e, &current).is_empty());
+        let world = world.with("d", at("d", "j1", json!(2))).with("e", at("e", "j1", json!(-1)));
+        let current = world.history[4].clone();
+        let found = world.judge(&e, &current);
+        assert_eq!(found.len(), 2, "{found:#?}");
+        assert_eq!(found[0].message, "`data.progress.done` went back from 3 (step `c`) to 2");
+        assert_eq!(found[0].step.as_deref(), Some("d"), "named where it went back");
+        assert_eq!(found[1].message, "`data.progress.done` is not a whole number ≥ 0");
+        assert_eq!(found[1].step.as_deref(), Some("e"));
+    }
+
+    #[test]
+    fn flat_hops_of_a_loop_that_succeeds_are_stalls() {
+        // Hops `h#1`... answering 14 at each of `dones`, then one more ending with `exit`.
+        const NAMES: [&str; 5] = ["h#1", "h#2", "h#3", "h#4", "h#5"];
+        let hops = |dones: &[u64], exit: i32| {
+            let mut runs: Vec<_> = dones
+                .iter()
+                .enumerate()
+                .map(|(i, done)| {
+                    let data = json!({ "state": "running", "progress": { "done": done } });
+                    named_run(NAMES[i], 14, &envelope(data))
+                })
+                .collect();
+            runs.push(named_run(NAMES[dones.len()], exit, &envelope(json!({ "rows": 9 }))));
+            runs
+        };
+        let judged = |runs: &[_]| {
+            let e = expect(json!({ "stalls_below": 3 }));
+            check_all(&e, "h", &runs.iter().collect::<Vec<_>>(), &StepFacts::default())
+        };
+        let f = only(judged(&hops(&[5, 5, 5, 4], 0)));
+        assert_eq!(f.check, "progress-stalls");
+        assert_eq!(f.actual.as_deref(), Some("`h#2` at 5, `h#3` at 5, `h#4` at 4"));
+        // Two stalls are below the limit; growth in between resets nothing but is no stall.
+        assert!(judged(&hops(&[5, 5, 6, 6], 0)).is_empty());
+        // A loop that did not end in success had its flat hops for a reason: not judged.
+        assert!(judged(&hops(&[5, 5, 5, 5], 10)).is_empty());
+    }
+}

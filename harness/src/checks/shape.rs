@@ -199,3 +199,157 @@ pub(super) const RETRYABLE_AS_DECLARED: Check = Check {
     value: || json!({"type": "boolean"}),
     validate: no_validation,
 };
+
+#[cfg(test)]
+mod tests {
+    use crate::checks::tests::*;
+
+    /// An observation named `name` of a response exiting `code` with this `meta.budget_ms` (none
+    /// when `None`) and, for an INCOMPLETE, this `error.retryable`.
+    fn hop(
+        name: &'static str,
+        code: i32,
+        budget: Option<Value>,
+        retryable: Option<bool>,
+    ) -> Observation {
+        let mut meta = json!({ "exit_code": code, "duration_ms": 5 });
+        if let Some(b) = budget {
+            meta["budget_ms"] = b;
+        }
+        let error = retryable.map_or(
+            Value::Null,
+            |r| json!({ "code": "INCOMPLETE", "message": "m", "retryable": r }),
+        );
+        let response =
+            json!({ "ok": code == 0, "data": {}, "error": error, "warnings": [], "meta": meta });
+        named_run(name, code, &response)
+    }
+
+    fn entries(list: &[(&str, Option<bool>)]) -> StepFacts {
+        let incomplete_entries = list
+            .iter()
+            .map(|(c, r)| DeclaredEntry { command: (*c).to_owned(), retryable: *r })
+            .collect();
+        StepFacts { incomplete_entries, ..StepFacts::default() }
+    }
+
+    #[test]
+    fn budget_recorded_judges_every_hop_in_one_finding() {
+        let e = expect(json!({ "budget_recorded": true }));
+        let none = StepFacts::default();
+        let first = hop("wait#1", 14, Some(json!(700)), Some(true));
+        let last = hop("wait#2", 0, Some(json!(0)), None);
+        assert!(check_all(&e, "wait", &[&first, &last], &none).is_empty());
+        // A middle hop without it is found, though the last hop has it.
+        let bare = hop("wait#1", 14, None, Some(true));
+        let text = hop("wait#2", 14, Some(json!("700")), Some(true));
+        let f = only(check_all(&e, "wait", &[&bare, &text, &last], &none));
+        assert_eq!(f.check, FindingKind::BudgetMeta);
+        assert_eq!(f.message, "2 of the 3 responses of the step do not record the budget in force");
+        assert_eq!(
+            f.actual.as_deref(),
+            Some(
+                "wait#1 (exit 14): meta.budget_ms absent\nwait#2 (exit 14): meta.budget_ms \"700\""
+            )
+        );
+        assert_eq!(f.step.as_deref(), Some("wait"));
+        // An ending other than 0 and 14 is a response too.
+        let lost = hop("wait#1", 1, None, None);
+        assert_eq!(names(&check_all(&e, "wait", &[&lost], &none)), ["budget-meta"]);
+        // No response is the response checks' to report, once.
+        assert!(check_all(&e, "wait", &[&exited(1, "")], &none).is_empty());
+        assert_eq!(names(&judge(&e, &exited(1, ""))), ["stdout-not-json"]);
+    }
+
+    /// REQ-F-080 asks for `meta.budget_ms` on every response of an interruptible command, but
+    /// REQ-F-081's own examples of a relayed final response and of JOB_LOST carry none (CONTRACT
+    /// §9): an ending that `job wait` relays may leave it out; its INCOMPLETE answers, and the
+    /// command's own responses, may not.
+    #[test]
+    fn budget_recorded_lets_a_relayed_ending_leave_the_budget_out() {
+        let e = expect(json!({ "budget_recorded": true }));
+        let waits = StepFacts { relayed: [0, 1].into_iter().collect(), ..StepFacts::default() };
+        let hop_14 = hop("wait#1", 14, Some(json!(700)), Some(true));
+        let relayed_end = hop("wait#2", 0, None, None);
+        let lost = hop("wait#2", 1, None, None);
+        assert!(check_all(&e, "wait", &[&hop_14, &relayed_end], &waits).is_empty());
+        assert!(check_all(&e, "wait", &[&hop_14, &lost], &waits).is_empty());
+        // Kept, it is a whole number still.
+        let text = hop("wait#2", 1, Some(json!("700")), None);
+        assert_eq!(names(&check_all(&e, "wait", &[&hop_14, &text], &waits)), ["budget-meta"]);
+        // An INCOMPLETE that job wait gives carries it (REQ-F-082).
+        let bare_14 = hop("wait#1", 14, None, Some(true));
+        assert_eq!(
+            names(&check_all(&e, "wait", &[&bare_14, &relayed_end], &waits)),
+            ["budget-meta"]
+        );
+        // The command's own ending keeps it: the same responses, not relayed.
+        let own = StepFacts::default();
+        assert_eq!(names(&check_all(&e, "call", &[&hop_14, &lost], &own)), ["budget-meta"]);
+    }
+
+    #[test]
+    fn retryable_as_declared_wants_every_incomplete_to_copy_a_declared_entry() {
+        let e = expect(json!({ "retryable_as_declared": true }));
+        let reader = entries(&[("analyze", Some(true))]);
+        let yes = hop("call", 14, Some(json!(700)), Some(true));
+        let no = hop("continue#1", 14, Some(json!(700)), Some(false));
+        let done = hop("continue#2", 0, Some(json!(700)), None);
+        assert!(check_all(&e, "s", &[&yes, &done], &reader).is_empty());
+        let f = only(check_all(&e, "s", &[&yes, &no, &done], &reader));
+        assert_eq!(f.check, FindingKind::IncompleteRetryable);
+        assert_eq!(
+            f.message,
+            "1 of the 2 INCOMPLETE responses of the step do not copy `retryable` from the declared \"14\" entry"
+        );
+        assert_eq!(
+            f.expected.as_deref(),
+            Some("error.retryable true (the \"14\" entry of `analyze`)")
+        );
+        assert_eq!(f.actual.as_deref(), Some("continue#1: error.retryable false"));
+        // A writer's job waited on may copy either its own entry or job wait's (CONTRACT §9).
+        let either = entries(&[("deploy", Some(false)), ("job.wait", Some(true))]);
+        assert!(check_all(&e, "s", &[&yes, &no], &either).is_empty());
+        let writer = entries(&[("import", Some(false))]);
+        assert_eq!(names(&check_all(&e, "s", &[&yes], &writer)), ["incomplete-retryable"]);
+        // An INCOMPLETE without the boolean copies nothing.
+        let absent = hop("call", 14, Some(json!(700)), None);
+        assert_eq!(names(&check_all(&e, "s", &[&absent], &reader)), ["incomplete-retryable"]);
+        // Nothing declared, nothing to copy: the manifest scenarios judge the missing entry.
+        assert!(check_all(&e, "s", &[&no], &entries(&[("analyze", None)])).is_empty());
+    }
+
+    #[test]
+    fn the_declared_entries_follow_the_command_a_response_answers_for() {
+        let manifest = json!({ "commands": {
+            "analyze": { "danger_level": "safe", "interruption": { "detach": true, "resume": false },
+                         "exit_codes": { "14": { "description": "d", "retryable": true, "side_effects": "none" } } },
+            "import": { "danger_level": "mutating", "interruption": { "detach": false, "resume": true },
+                        "exit_codes": { "14": { "description": "d", "retryable": false, "side_effects": "partial" } } },
+            "job.wait": { "danger_level": "safe", "exit_codes": {} },
+        } });
+        let commands = crate::discover::Commands::from_manifest(&manifest);
+        let argv = |words: &[&str]| words.iter().map(|w| (*w).to_owned()).collect::<Vec<_>>();
+        let found = |argv: &[String], job: Option<&[String]>, continued| {
+            declared_entries(&commands, argv, job, continued)
+                .into_iter()
+                .map(|e| (e.command, e.retryable))
+                .collect::<Vec<_>>()
+        };
+        let analyze = argv(&["analyze", "data.csv"]);
+        let import = argv(&["import", "rows.csv", "--db", "rows.db"]);
+        let own = |c: &str, r: bool| (c.to_owned(), Some(r));
+        assert_eq!(found(&analyze, None, false), [own("analyze", true)]);
+        // Continuing a detaching command runs `job wait`, whose own entry (none: read-only) counts.
+        assert_eq!(found(&analyze, None, true), [own("analyze", true), own("job.wait", true)]);
+        // A resume-only command's continuation is the invocation itself.
+        assert_eq!(found(&import, None, true), [own("import", false)]);
+        // `job wait <id>` as a step's own arguments answers for the scenario's role too.
+        let wait = argv(&["job", "wait", "abc"]);
+        assert_eq!(
+            found(&wait, Some(&import), false),
+            [own("job.wait", true), own("import", false)]
+        );
+        assert!(found(&argv(&["nothing"]), None, true).is_empty());
+    }
+}

@@ -64,3 +64,28 @@ pub(super) const STREAM: Check = Check {
         }
     },
 };
+
+#[cfg(test)]
+mod tests {
+    use crate::checks::tests::*;
+
+    #[test]
+    fn stream_keeps_the_rules_of_a_jsonl_stream() {
+        let e = expect(json!({ "stream": true }));
+        let good = "{\"n\":1}\n{\"heartbeat\":true}\n{\"_summary\":true}\n";
+        assert!(judge(&e, &exited(0, good)).is_empty());
+        let found = judge(&e, &exited(3, good));
+        assert_eq!(only(found).message, "line 3: a summary, but the exit is 3");
+        let found = judge(&e, &exited(0, "{\"n\":1}\nnot json\n"));
+        assert!(found.len() >= 2 && found.iter().all(|f| f.check == "stream"), "{found:#?}");
+        assert_eq!(found[0].expected.as_deref(), Some("a JSONL stream keeping REQ-O-004"));
+        // Killed at its deadline: the runner says so, the stream check does not repeat it.
+        let killed = Parts {
+            termination: Termination::TimedOut,
+            stdout: b"{\"n\":1}\n".to_vec(),
+            ..Parts::default()
+        }
+        .build();
+        assert_eq!(names(&judge(&e, &killed)).iter().filter(|n| **n == "stream").count(), 1);
+    }
+}
