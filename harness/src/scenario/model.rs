@@ -736,7 +736,9 @@ impl PointerCheck {
 }
 
 /// What must hold after a step. Every field is one independent check; absent fields check
-/// nothing.
+/// nothing. This is only the value each key is read into: what a key asserts, what it cites,
+/// its schema and its validation are its check's, defined once beside its judge in
+/// `harness/src/checks/` (a test keeps the two lists of keys equal).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Expect {
