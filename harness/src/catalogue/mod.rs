@@ -1,5 +1,5 @@
 //! The catalogue: scenario files parsed ([`crate::scenario`]'s model) and validated
-//! ([`validate`], where each `expect` key's check says what it needs), their errors located
+//! (`validate.rs`, where each `expect` key's check says what it needs), their errors located
 //! (file, line, column), the whole catalogue compiled into the binary.
 //!
 //! It sits above [`crate::checks`] (the layers of `harness/tests/it/layers.rs`): a check owns
