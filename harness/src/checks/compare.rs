@@ -105,7 +105,7 @@ pub(super) fn matches_calibrated(
 /// are the calibrated ones, and `data` has the calibrated shape ([`shape_of`]: keys, JSON
 /// types and array lengths, all the way down), whatever values it holds. For a criterion
 /// about how the work ends (it ran to its end, it did not hand off), not what it computed:
-/// a command's data may carry what it measured (a slept time, a rate), CONTRACT §9.
+/// a command's data may carry what it measured (a slept time, a rate), docs/contract.md §9.
 pub(super) fn ends_as_calibrated(
     expect: &Expect,
     obs: &Observation,
@@ -966,7 +966,7 @@ mod tests {
         assert!(f.actual.unwrap().starts_with("this step's data: absent; "));
     }
 
-    // ---- continues_verbatim: the choices the spec leaves open (issue 15) ----
+    // ---- continues_verbatim: the choices the spec leaves open ----
 
     /// A directory with a program `bin/tool`, a link `link/tool` to it, another program
     /// `bin/other`, a script `cli.py`, and a `PATH` directory whose `tool` links to `bin/tool`.

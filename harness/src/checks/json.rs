@@ -338,7 +338,7 @@ pub(super) const ENVELOPE: Check = Check {
     active: |e| e.envelope.is_some(),
     needs_response: false,
     judge: Judge::Observation(envelope),
-    holds: "stdout is one valid response envelope: `required`; `or-empty` also passes an empty stdout (`--help`); `or-bare-manifest` also passes a bare manifest valid against the manifest schema when the step ran the manifest command (CONTRACT §2; an advisory note says the spec kit would refuse it)",
+    holds: "stdout is one valid response envelope: `required`; `or-empty` also passes an empty stdout (`--help`); `or-bare-manifest` also passes a bare manifest valid against the manifest schema when the step ran the manifest command (docs/contract.md §2; an advisory note says the spec kit would refuse it)",
     findings: &[FindingKind::Schema, FindingKind::StdoutNotJson, FindingKind::StdoutNotUtf8],
     cites: &[],
     value: || json!({"enum": ["required", "or-empty", "or-bare-manifest"]}),

@@ -27,7 +27,7 @@ pub struct DeclaredEntry {
 /// The commands whose INCOMPLETE entry a step's responses may copy: the one the step invoked
 /// (`argv`, the role's or the step's own arguments), and when that is a `job.*` built-in or the
 /// step continues a detaching command through `job wait`, both the job's command (`job_command`,
-/// the role's argv) and the built-in: CONTRACT §9 leaves it open which of the two a `job wait`
+/// the role's argv) and the built-in: docs/contract.md §9 leaves it open which of the two a `job wait`
 /// copies. A built-in without a `"14"` entry counts as read-only (retryable), as its work is.
 pub fn declared_entries(
     commands: &Commands,
@@ -65,7 +65,7 @@ pub fn declared_entries(
 /// JOB_LOST, STALLED, a cancelled job's ending) may leave the field out. REQ-F-080 asks for it
 /// on every response of an interruptible command, but REQ-F-081's own examples of a stored
 /// final response and of JOB_LOST carry none, and the envelope schema has it absent where no
-/// budget applies (CONTRACT §9). When such a response has it, it is a whole number still. The
+/// budget applies (docs/contract.md §9). When such a response has it, it is a whole number still. The
 /// command's own responses, and every INCOMPLETE (REQ-F-082 lists `meta.budget_ms` among what
 /// it carries), keep it.
 pub(super) fn budget_recorded(
@@ -179,7 +179,7 @@ pub(super) const BUDGET_RECORDED: Check = Check {
     active: |e| e.budget_recorded == Some(true),
     needs_response: true,
     judge: Judge::Step(budget_recorded),
-    holds: "every response of the step (each copy, each hop of a continue loop, not only its last) has `meta.budget_ms`, a whole number; an ending that `job wait` / `job status` relays (any exit but 14: the stored final response, JOB_LOST, STALLED, a cancelled job's) may leave it out, where the spec contradicts itself (CONTRACT §9), and is a whole number when there; one finding names every response without it",
+    holds: "every response of the step (each copy, each hop of a continue loop, not only its last) has `meta.budget_ms`, a whole number; an ending that `job wait` / `job status` relays (any exit but 14: the stored final response, JOB_LOST, STALLED, a cancelled job's) may leave it out, where the spec contradicts itself (docs/contract.md §9), and is a whole number when there; one finding names every response without it",
     findings: &[FindingKind::BudgetMeta],
     cites: &["REQ-F-080"],
     value: || json!({"type": "boolean"}),
@@ -193,7 +193,7 @@ pub(super) const RETRYABLE_AS_DECLARED: Check = Check {
     active: |e| e.retryable_as_declared == Some(true),
     needs_response: true,
     judge: Judge::Step(retryable_as_declared),
-    holds: "every INCOMPLETE (exit 14) response of the step (each copy, each hop) has the `error.retryable` of the `\"14\"` exit-code entry of the command it answers for: the role's (or the step's arguments'); a `job wait` continuing a detaching command, or a `job.*` step, may copy the built-in's own entry instead (none declared counts as read-only, retryable), CONTRACT §9",
+    holds: "every INCOMPLETE (exit 14) response of the step (each copy, each hop) has the `error.retryable` of the `\"14\"` exit-code entry of the command it answers for: the role's (or the step's arguments'); a `job wait` continuing a detaching command, or a `job.*` step, may copy the built-in's own entry instead (none declared counts as read-only, retryable), docs/contract.md §9",
     findings: &[FindingKind::IncompleteRetryable],
     cites: &["REQ-F-082"],
     value: || json!({"type": "boolean"}),
@@ -262,8 +262,8 @@ mod tests {
     }
 
     /// REQ-F-080 asks for `meta.budget_ms` on every response of an interruptible command, but
-    /// REQ-F-081's own examples of a relayed final response and of JOB_LOST carry none (CONTRACT
-    /// §9): an ending that `job wait` relays may leave it out; its INCOMPLETE answers, and the
+    /// REQ-F-081's own examples of a relayed final response and of JOB_LOST carry none
+    /// (docs/contract.md §9): an ending that `job wait` relays may leave it out; its INCOMPLETE answers, and the
     /// command's own responses, may not.
     #[test]
     fn budget_recorded_lets_a_relayed_ending_leave_the_budget_out() {
@@ -307,7 +307,7 @@ mod tests {
             Some("error.retryable true (the \"14\" entry of `analyze`)")
         );
         assert_eq!(f.actual.as_deref(), Some("continue#1: error.retryable false"));
-        // A writer's job waited on may copy either its own entry or job wait's (CONTRACT §9).
+        // A writer's job waited on may copy either its own entry or job wait's (docs/contract.md §9).
         let either = entries(&[("deploy", Some(false)), ("job.wait", Some(true))]);
         assert!(check_all(&e, "s", &[&yes, &no], &either).is_empty());
         let writer = entries(&[("import", Some(false))]);
