@@ -23,6 +23,7 @@
 
 pub mod baseline;
 pub mod calibrate;
+pub mod campaign;
 pub mod checks;
 pub mod cli;
 pub mod discover;
