@@ -20,6 +20,7 @@
 #![doc = include_str!("../docs/checks.md")]
 #![doc = include_str!("../docs/redaction.md")]
 #![doc = include_str!("../docs/hostile.md")]
+#![doc = include_str!("../docs/campaign.md")]
 
 pub mod baseline;
 pub mod calibrate;

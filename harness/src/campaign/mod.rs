@@ -159,6 +159,8 @@ pub struct CampaignReport {
     pub command: String,
     /// The seed.
     pub seed: u64,
+    /// The tool's measured start-up (its manifest command), in milliseconds.
+    pub startup_ms: u64,
     /// `[k, n]` of `--partition`, when given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partition: Option<(u64, u64)>,
@@ -205,6 +207,7 @@ pub fn run(
         tool: tool_line.to_owned(),
         command: command.to_owned(),
         seed: options.seed,
+        startup_ms: millis(engine.subject.startup),
         partition: options.partition,
         roles,
         trials: Vec::new(),
@@ -375,6 +378,18 @@ impl Campaign<'_> {
                     let restarts = restart_steps(&schedule);
                     let calibrated_exit = self.exits.get(&schedule.role).copied().unwrap_or(0);
                     let error = match &result.status {
+                        // A wait or status of a call that ended before it handed off has
+                        // no job to name: the schedule could not be carried out, no verdict.
+                        Status::Error { message } if message.contains("no value for `{@") => {
+                            return TrialRecord {
+                                trial,
+                                schedule,
+                                verdict: TrialVerdict::Inconclusive {
+                                    why: format!("no job to look at: {message}"),
+                                },
+                                duration_ms: millis(started.elapsed()),
+                            };
+                        }
                         Status::Error { message } => Some(message.as_str()),
                         Status::Skip { reason } => {
                             return TrialRecord {

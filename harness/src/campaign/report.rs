@@ -90,7 +90,7 @@ pub fn summarize(report: &CampaignReport) -> Summary {
             TrialVerdict::Error { .. } => s.errors += 1,
         }
         let d = calibrated.get(t.schedule.role.as_str()).copied().unwrap_or(1);
-        for (target, after) in t.schedule.kills() {
+        for (target, after) in t.schedule.kill_positions(report.startup_ms) {
             let bin = ((after * KILL_BINS as u64) / d).min(KILL_BINS as u64 - 1) as usize;
             match target {
                 KillTarget::Caller => s.kill_offsets[bin].caller += 1,
@@ -354,6 +354,7 @@ mod tests {
     fn report(seed: u64, trials: Vec<TrialRecord>) -> CampaignReport {
         CampaignReport {
             tool: "t".into(),
+            startup_ms: 0,
             command: "conform campaign t".into(),
             seed,
             partition: None,

@@ -229,6 +229,36 @@ impl Schedule {
             .collect()
     }
 
+    /// Where in the work each kill fell, roughly, in milliseconds of work: the offsets of a
+    /// resume command's killed calls add up (each resumes where the last checkpoint left it),
+    /// a detached job runs on through its hand-off budget and the waits after it, and a cancel
+    /// starts the work again. `startup_ms` is taken off a call's offset (no work is done
+    /// before the tool has started).
+    pub fn kill_positions(&self, startup_ms: u64) -> Vec<(KillTarget, u64)> {
+        let mut at = 0u64;
+        let mut out = Vec::new();
+        for e in &self.events {
+            match e {
+                Event::Call { signal: Some((sig, after)), .. } => {
+                    at += after.saturating_sub(startup_ms);
+                    if *sig == Sig::Kill {
+                        out.push((KillTarget::Caller, at));
+                    }
+                }
+                Event::Call { budget: Budget::Ms(ms), .. } => at += ms,
+                Event::Call { .. } | Event::Status => {}
+                Event::KillWorker { after_ms } => {
+                    at += after_ms;
+                    out.push((KillTarget::Worker, at));
+                }
+                Event::Cancel { .. } => at = 0,
+                Event::Wait { budget: Budget::Ms(ms) } => at += ms,
+                Event::Wait { .. } => {}
+            }
+        }
+        out
+    }
+
     /// The largest number of identical invocations at once.
     pub fn copies(&self) -> u32 {
         self.events
