@@ -324,7 +324,9 @@ pub fn judge(
                 message: f.message.clone(),
                 expected: f.expected.clone(),
                 actual: f.actual.clone(),
-                load_sensitive: invariant.load_sensitive(),
+                // A continue loop that ran out of its bound is a bound on time too.
+                load_sensitive: invariant.load_sensitive()
+                    || matches!(f.check, FindingKind::ContinueLoop | FindingKind::Elapsed),
             }),
             Err(why) => inconclusive = Some(why),
         }

@@ -49,7 +49,7 @@ pub const DEFAULT_MINUTES: f64 = 2.5;
 pub const DEFAULT_JOBS: usize = 4;
 
 /// How often a minimal failure is re-run to tell how often it reproduces.
-pub const REPRODUCE_RUNS: u32 = 6;
+pub const REPRODUCE_RUNS: u32 = 10;
 
 /// How long shrinking may take at most.
 pub const SHRINK_LIMIT: Duration = Duration::from_secs(60);
@@ -307,6 +307,17 @@ fn prepare_roles(
         (None, true) => CAMPAIGN_ROLES.to_vec(),
         (None, false) => options.roles.iter().map(String::as_str).collect(),
     };
+    // The roles calibrate at once (each run mostly waits on the tool's pace); the cache
+    // keeps each calibration for the trials.
+    std::thread::scope(|scope| {
+        for name in &wanted {
+            if profile.role(name).is_some() {
+                scope.spawn(|| {
+                    let _ = engine.calibration(&engine.calibrator, name, events, &Gate::Open);
+                });
+            }
+        }
+    });
     let mut shapes = Vec::new();
     let mut reports = Vec::new();
     let mut exits = std::collections::BTreeMap::new();

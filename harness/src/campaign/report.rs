@@ -117,7 +117,12 @@ pub fn progress_line(t: &TrialRecord) -> String {
         TrialVerdict::Held => "held".to_owned(),
         TrialVerdict::Violated { violations } => {
             let names: Vec<&str> = violations.iter().map(|v| v.invariant.name()).collect();
-            format!("VIOLATED {}", names.join(", "))
+            let first = violations.first().map(|v| {
+                let at = v.step.as_deref().unwrap_or("-");
+                let actual = v.actual.as_deref().map(|a| format!(": {a}")).unwrap_or_default();
+                format!(" (at `{at}`{actual})")
+            });
+            format!("VIOLATED {}{}", names.join(", "), first.unwrap_or_default())
         }
         TrialVerdict::Inconclusive { why } => format!("no verdict ({why})"),
         TrialVerdict::Error { message } => format!("error ({message})"),
