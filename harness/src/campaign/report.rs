@@ -196,10 +196,9 @@ pub fn human(report: &CampaignReport) -> String {
             }
         }
         if !f.confirmed {
-            let _ = writeln!(
-                out,
-                "  not confirmed: a bound on time, not seen again with the trial alone (the machine's load)"
-            );
+            let why =
+                f.load.clone().unwrap_or_else(|| "not seen again with the trial alone".to_owned());
+            let _ = writeln!(out, "  not confirmed (a bound on time): {why}");
             continue;
         }
         let _ = writeln!(
