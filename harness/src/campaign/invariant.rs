@@ -260,6 +260,33 @@ pub fn progress_within_jobs(records: &[StepRecord], restarts: &[String]) -> Vec<
     out
 }
 
+/// Identical invocations started at once (`copy_steps`, the steps with several copies) that
+/// handed off (exit 14) name one job: repeating an invocation whose job runs attaches to it
+/// (REQ-F-081). A copy that met the job's end answers its result, legally, and is left out.
+pub fn one_job(records: &[StepRecord], copy_steps: &[String]) -> Vec<Violation> {
+    let mut out = Vec::new();
+    for step in copy_steps {
+        let mut ids: Vec<&str> = records
+            .iter()
+            .filter(|r| step_of(r) == step && exit_of(r) == Some(crate::step::INCOMPLETE))
+            .filter_map(|r| r.envelope.as_ref()?.pointer("/data/job_id")?.as_str())
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        if ids.len() > 1 {
+            out.push(Violation {
+                invariant: Invariant::OneJob,
+                step: Some(step.clone()),
+                message: format!("identical invocations at once handed off to {} jobs", ids.len()),
+                expected: Some("one job id".to_owned()),
+                actual: Some(ids.join(", ")),
+                load_sensitive: false,
+            });
+        }
+    }
+    out
+}
+
 /// Every response of the trial: one envelope (the schema's five keys), `meta.exit_code` equal
 /// to the process's exit, an exit the spec allows (0-14, 79-125 declared, 128+N), `ok` true
 /// exactly with exit 0. `schema_errors` says what the JSON Schema finds wrong in an envelope
@@ -310,6 +337,7 @@ pub fn judge(
     findings: &[Finding],
     records: &[StepRecord],
     restarts: &[String],
+    copy_steps: &[String],
     calibrated_exit: i32,
     harness_error: Option<&str>,
     schema_errors: &dyn Fn(&Value, i32) -> Vec<String>,
@@ -332,6 +360,9 @@ pub fn judge(
         }
     }
     violations.extend(progress_within_jobs(records, restarts));
+    if !violations.iter().any(|v| v.invariant == Invariant::OneJob) {
+        violations.extend(one_job(records, copy_steps));
+    }
     violations.extend(envelopes(records, schema_errors));
     if !violations.is_empty() {
         return TrialVerdict::Violated { violations };
@@ -410,6 +441,21 @@ mod tests {
     }
 
     #[test]
+    fn copies_that_handed_off_name_one_job() {
+        let steps = ["call-2".to_owned()];
+        let ended = record("call-2#2", 0, json!({"ok": true}));
+        let records = vec![record("call-2#1", 14, incomplete("a", 1)), ended.clone()];
+        assert!(one_job(&records, &steps).is_empty());
+        let records = vec![
+            record("call-2#1", 14, incomplete("a", 1)),
+            record("call-2#2", 14, incomplete("b", 1)),
+        ];
+        let found = one_job(&records, &steps);
+        assert_eq!(found[0].invariant, Invariant::OneJob);
+        assert_eq!(found[0].actual.as_deref(), Some("a, b"));
+    }
+
+    #[test]
     fn an_envelope_must_say_its_exit() {
         let good = record("call-1", 14, incomplete("a", 1));
         assert!(envelopes(&[good], &none).is_empty());
@@ -448,8 +494,11 @@ mod tests {
 
     #[test]
     fn a_trial_without_findings_held_and_one_without_its_worker_is_no_verdict() {
-        assert_eq!(judge(&[], &[], &[], 0, None, &none), TrialVerdict::Held);
+        assert_eq!(judge(&[], &[], &[], &[], 0, None, &none), TrialVerdict::Held);
         let f = Finding::new(FindingKind::KillWorker, "none").at_step("kill-2".to_owned());
-        assert!(matches!(judge(&[f], &[], &[], 0, None, &none), TrialVerdict::Inconclusive { .. }));
+        assert!(matches!(
+            judge(&[f], &[], &[], &[], 0, None, &none),
+            TrialVerdict::Inconclusive { .. }
+        ));
     }
 }

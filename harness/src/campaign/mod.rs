@@ -435,6 +435,7 @@ impl Campaign<'_> {
                         &result.findings,
                         &result.steps,
                         &restarts,
+                        &copy_steps(&schedule),
                         calibrated_exit,
                         error,
                         &schema_errors,
@@ -654,6 +655,16 @@ fn restart_steps(s: &Schedule) -> Vec<String> {
         }
     }
     out
+}
+
+/// The steps that start several identical invocations at once.
+fn copy_steps(s: &Schedule) -> Vec<String> {
+    s.events
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| matches!(e, Event::Call { copies, .. } if *copies > 1))
+        .map(|(i, _)| format!("call-{}", i + 1))
+        .collect()
 }
 
 /// The scenario a schedule runs as.
