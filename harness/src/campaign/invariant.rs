@@ -233,7 +233,7 @@ pub fn progress_within_jobs(records: &[StepRecord], restarts: &[String]) -> Vec<
     let mut last_step = String::new();
     for r in records {
         let step = step_of(r).to_owned();
-        if step != last_step && restarts.iter().any(|s| *s == last_step) {
+        if step != last_step && restarts.contains(&last_step) {
             seen.clear();
         }
         last_step = step.clone();
