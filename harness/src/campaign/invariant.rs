@@ -226,14 +226,14 @@ pub fn classify(
 /// (`/data/job_id`). A cancel or a killed worker starts the count again: a restarted job may
 /// carry the same id (ids derived from the invocation are legal) and a resumed one starts from
 /// its last checkpoint, which may lie behind the last progress reported (`docs/contract.md`
-/// §6). `restarts` are the step names after which that holds.
+/// §6). `restarts` are the steps before which that holds.
 pub fn progress_within_jobs(records: &[StepRecord], restarts: &[String]) -> Vec<Violation> {
     let mut seen: std::collections::BTreeMap<String, (u64, String)> = Default::default();
     let mut out = Vec::new();
     let mut last_step = String::new();
     for r in records {
         let step = step_of(r).to_owned();
-        if step != last_step && restarts.contains(&last_step) {
+        if step != last_step && restarts.contains(&step) {
             seen.clear();
         }
         last_step = step.clone();
@@ -431,7 +431,7 @@ mod tests {
             record("cancel-2", 0, json!({"ok": true})),
             record("finish", 14, incomplete("a", 1)),
         ];
-        assert!(progress_within_jobs(&records, &["cancel-2".to_owned()]).is_empty());
+        assert!(progress_within_jobs(&records, &["finish".to_owned()]).is_empty());
         // Another job's progress is its own.
         let records = vec![
             record("call-1", 14, incomplete("a", 5)),

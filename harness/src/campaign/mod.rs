@@ -405,7 +405,7 @@ impl Campaign<'_> {
             {
                 Ok(scenario) => {
                     let result = self.engine.run_scenario(&scenario);
-                    let restarts = restart_steps(&schedule);
+                    let restarts = schedule::restart_steps(&schedule);
                     let calibrated_exit = self.exits.get(&schedule.role).copied().unwrap_or(0);
                     let error = match &result.status {
                         // A wait or status of a call that ended before it handed off has
@@ -639,22 +639,6 @@ fn criterion_of(invariant: Invariant) -> String {
 /// Whether a trial's verdict breaks this invariant.
 fn breaks(verdict: &TrialVerdict, invariant: Invariant) -> bool {
     matches!(verdict, TrialVerdict::Violated { violations } if violations.iter().any(|v| v.invariant == invariant))
-}
-
-/// The steps after which a job may legally report less progress than before (a cancel, a
-/// worker kill, a killed caller of a resume-only command).
-fn restart_steps(s: &Schedule) -> Vec<String> {
-    let mut out = Vec::new();
-    for (i, e) in s.events.iter().enumerate() {
-        let n = i + 1;
-        match e {
-            Event::KillWorker { .. } => out.push(format!("kill-{n}")),
-            Event::Cancel { .. } => out.push(format!("cancel-{n}")),
-            Event::Call { signal: Some(_), .. } => out.push(format!("call-{n}")),
-            _ => {}
-        }
-    }
-    out
 }
 
 /// The steps that start several identical invocations at once.

@@ -547,6 +547,16 @@ pub fn to_scenario(s: &Schedule, detach: bool, heading: &ScenarioHeading<'_>) ->
             }
         }
     }
+    // After a killed worker the identical invocation may first report the lost job
+    // (JOB_LOST, REQ-F-081) before one starts the work again: one run, with the epilogue's
+    // budget, lets it.
+    if s.events.iter().any(|e| matches!(e, Event::KillWorker { .. })) {
+        out.push_str(&format!(
+            "\n[[steps]]\naction = \"run\"\nname = \"{SETTLE}\"\nrole = {}\nenv = {{ AGENT_CALL_BUDGET_MS = \"{}\" }}\n",
+            q(&s.role),
+            s.final_budget_ms
+        ));
+    }
     out.push_str(&format!(
         "\n[[steps]]\naction = \"run\"\nname = \"{FINISH}\"\nrole = {}\nenv = {{ AGENT_CALL_BUDGET_MS = \"{}\" }}\n",
         q(&s.role),
@@ -559,8 +569,40 @@ pub fn to_scenario(s: &Schedule, detach: bool, heading: &ScenarioHeading<'_>) ->
     out
 }
 
+/// The steps before which a job may legally report less progress than before: the first
+/// step that runs the tool after a worker kill, a cancel or a signalled caller.
+pub fn restart_steps(s: &Schedule) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut pending = false;
+    for (i, e) in s.events.iter().enumerate() {
+        let n = i + 1;
+        let name = match e {
+            Event::Call { .. } => Some(format!("call-{n}")),
+            Event::Wait { .. } => Some(format!("wait-{n}")),
+            Event::Status => Some(format!("status-{n}")),
+            Event::KillWorker { .. } | Event::Cancel { .. } => None,
+        };
+        if pending && let Some(name) = &name {
+            out.push(name.clone());
+            pending = false;
+        }
+        if matches!(
+            e,
+            Event::KillWorker { .. } | Event::Cancel { .. } | Event::Call { signal: Some(_), .. }
+        ) {
+            pending = true;
+        }
+    }
+    if pending {
+        out.extend([SETTLE.to_owned(), FINISH.to_owned()]);
+    }
+    out
+}
+
 /// Where a response names its job.
 pub const JOB_ID: &str = "/data/job_id";
+/// The run that lets a lost job be reported before the epilogue.
+pub const SETTLE: &str = "settle";
 /// The epilogue's identical invocation.
 pub const FINISH: &str = "finish";
 /// Its continue loop.
