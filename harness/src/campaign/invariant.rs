@@ -2,7 +2,7 @@
 //!
 //! Each is a pure function of what the trial recorded (its findings, its step records), so
 //! that it can be unit-tested and replayed on stored evidence. Most are judged by the trial's
-//! own scenario steps (the epilogue's `matches_calibrated`, `progress_monotonic`, the `verify`
+//! own scenario steps (the epilogue's `matches_calibrated`, the `verify`
 //! oracle, the hold of every call, the sandbox sweep) and only *named* here
 //! ([`classify`]); two more are judged here over every response of the trial
 //! ([`progress_within_jobs`], [`envelopes`]).
@@ -226,15 +226,32 @@ pub fn classify(
 /// (`/data/job_id`). A cancel or a killed worker starts the count again: a restarted job may
 /// carry the same id (ids derived from the invocation are legal) and a resumed one starts from
 /// its last checkpoint, which may lie behind the last progress reported (`docs/contract.md`
-/// §6). `restarts` are the steps before which that holds.
-pub fn progress_within_jobs(records: &[StepRecord], restarts: &[String]) -> Vec<Violation> {
+/// §6). `restarts` are the steps before which that holds. The copies of one step
+/// (`copy_steps`) run at once: each is compared with what came before the step, never with
+/// each other (their order is not the order of their reports).
+pub fn progress_within_jobs(
+    records: &[StepRecord],
+    restarts: &[String],
+    copy_steps: &[String],
+) -> Vec<Violation> {
     let mut seen: std::collections::BTreeMap<String, (u64, String)> = Default::default();
+    let mut pending: std::collections::BTreeMap<String, (u64, String)> = Default::default();
     let mut out = Vec::new();
     let mut last_step = String::new();
     for r in records {
         let step = step_of(r).to_owned();
-        if step != last_step && restarts.contains(&step) {
-            seen.clear();
+        if step != last_step {
+            if copy_steps.contains(&last_step) {
+                for (job, at) in std::mem::take(&mut pending) {
+                    let keep = seen.get(&job).is_some_and(|(before, _)| *before >= at.0);
+                    if !keep {
+                        seen.insert(job, at);
+                    }
+                }
+            }
+            if restarts.contains(&step) {
+                seen.clear();
+            }
         }
         last_step = step.clone();
         let Some(env) = &r.envelope else { continue };
@@ -255,7 +272,14 @@ pub fn progress_within_jobs(records: &[StepRecord], restarts: &[String]) -> Vec<
                 load_sensitive: false,
             });
         }
-        seen.insert(job.to_owned(), (done, r.name.clone()));
+        if copy_steps.contains(&step) {
+            let entry = pending.entry(job.to_owned()).or_insert((done, r.name.clone()));
+            if done > entry.0 {
+                *entry = (done, r.name.clone());
+            }
+        } else {
+            seen.insert(job.to_owned(), (done, r.name.clone()));
+        }
     }
     out
 }
@@ -359,7 +383,7 @@ pub fn judge(
             Err(why) => inconclusive = Some(why),
         }
     }
-    violations.extend(progress_within_jobs(records, restarts));
+    violations.extend(progress_within_jobs(records, restarts, copy_steps));
     if !violations.iter().any(|v| v.invariant == Invariant::OneJob) {
         violations.extend(one_job(records, copy_steps));
     }
@@ -418,7 +442,7 @@ mod tests {
             record("call-1", 14, incomplete("a", 5)),
             record("wait-2", 14, incomplete("a", 3)),
         ];
-        let found = progress_within_jobs(&records, &[]);
+        let found = progress_within_jobs(&records, &[], &[]);
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].invariant, Invariant::Progress);
         assert_eq!(found[0].actual.as_deref(), Some("3"));
@@ -431,13 +455,27 @@ mod tests {
             record("cancel-2", 0, json!({"ok": true})),
             record("finish", 14, incomplete("a", 1)),
         ];
-        assert!(progress_within_jobs(&records, &["finish".to_owned()]).is_empty());
+        assert!(progress_within_jobs(&records, &["finish".to_owned()], &[]).is_empty());
         // Another job's progress is its own.
         let records = vec![
             record("call-1", 14, incomplete("a", 5)),
             record("finish", 14, incomplete("b", 1)),
         ];
-        assert!(progress_within_jobs(&records, &[]).is_empty());
+        assert!(progress_within_jobs(&records, &[], &[]).is_empty());
+    }
+
+    #[test]
+    fn copies_at_once_are_not_ordered_among_themselves() {
+        let steps = ["call-1".to_owned()];
+        let records = vec![
+            record("call-1#1", 14, incomplete("a", 5)),
+            record("call-1#2", 14, incomplete("a", 3)),
+            record("finish", 14, incomplete("a", 4)),
+        ];
+        let found = progress_within_jobs(&records, &[], &steps);
+        // Not the copies against each other; the run after them against the most they said.
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].step.as_deref(), Some("finish"));
     }
 
     #[test]

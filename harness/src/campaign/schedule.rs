@@ -563,7 +563,7 @@ pub fn to_scenario(s: &Schedule, detach: bool, heading: &ScenarioHeading<'_>) ->
         s.final_budget_ms
     ));
     out.push_str(&format!(
-        "\n[[steps]]\naction = \"continue\"\nname = \"{FINISH_LOOP}\"\nfrom = \"{FINISH}\"\nexpect = {{ matches_calibrated = true, progress_monotonic = true }}\n"
+        "\n[[steps]]\naction = \"continue\"\nname = \"{FINISH_LOOP}\"\nfrom = \"{FINISH}\"\nexpect = {{ matches_calibrated = true }}\n"
     ));
     out.push_str(&format!("\n[[steps]]\naction = \"verify\"\nname = \"{EFFECT}\"\n"));
     out
