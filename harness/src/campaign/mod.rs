@@ -399,10 +399,8 @@ impl Campaign<'_> {
     /// One trial: the schedule as a scenario, run by the engine, judged.
     fn trial(&self, trial: u64, schedule: Schedule) -> TrialRecord {
         let started = Instant::now();
-        let detach = self.shape(&schedule.role).is_some_and(|s| s.detach);
         let verdict =
-            match scenario_of(&schedule, detach, "REQ-F-081", &format!("trial-{trial}"), "a trial")
-            {
+            match scenario_of(&schedule, "REQ-F-081", &format!("trial-{trial}"), "a trial") {
                 Ok(scenario) => {
                     let result = self.engine.run_scenario(&scenario);
                     let restarts = schedule::restart_steps(&schedule);
@@ -654,7 +652,6 @@ fn copy_steps(s: &Schedule) -> Vec<String> {
 /// The scenario a schedule runs as.
 fn scenario_of(
     s: &Schedule,
-    detach: bool,
     requirement: &str,
     id: &str,
     origin: &str,
@@ -665,7 +662,7 @@ fn scenario_of(
         criterion: "the work survives this schedule of interruptions",
         origin,
     };
-    let text = schedule::to_scenario(s, detach, &heading);
+    let text = schedule::to_scenario(s, false, &heading);
     crate::scenario::parse_scenario(&format!("{requirement}/{id}.toml"), &text)
         .map_err(|e| format!("the schedule makes no valid scenario: {e}"))
 }

@@ -473,8 +473,11 @@ pub struct ScenarioHeading<'a> {
 /// The schedule as an ordinary scenario file: the events as steps (`run` with `count` and
 /// `kill_group`, `sleep` + `kill-worker`, `sleep` + `cancel`, `job wait` / `job status` runs),
 /// then the epilogue: the identical invocation, its `continue_command` loop expected to end in
-/// the calibrated response with progress never going back, and the effect oracle.
-pub fn to_scenario(s: &Schedule, detach: bool, heading: &ScenarioHeading<'_>) -> String {
+/// the calibrated response, and the effect oracle. With `one_job` (a detaching role's kept
+/// failure) the first call's identical copies must answer one job id (`same`); the trials the
+/// campaign runs judge that by their hand-offs instead ([`super::invariant::one_job`]), since
+/// under a campaign's load a copy may answer without an id.
+pub fn to_scenario(s: &Schedule, one_job: bool, heading: &ScenarioHeading<'_>) -> String {
     let q = |text: &str| toml_string(text);
     let mut out = String::new();
     out.push_str(&format!("id = {}\n", q(heading.id)));
@@ -511,7 +514,7 @@ pub fn to_scenario(s: &Schedule, detach: bool, heading: &ScenarioHeading<'_>) ->
                         sig.name()
                     ));
                 }
-                if *copies > 1 && signal.is_none() && detach && i == 0 {
+                if *copies > 1 && signal.is_none() && one_job && i == 0 {
                     // Identical invocations at once attach to one job (REQ-F-081). Only
                     // the first call's job is surely far from its end; a later call's copies
                     // may legally meet a job that ends (the campaign judges them by their
