@@ -426,12 +426,60 @@ faults! {
     ///
     /// Acts: argv in: an interruptible command runs under the default instance.
     IdentityIgnoresInstance = "identity-ignores-instance",
+    /// Narrow window. A chunk's rows and its checkpoint are committed in two transactions,
+    /// the rows first, [`crate::narrow::WINDOW`] apart; the resume trusts its own claim's
+    /// checkpoint whatever rows of that claim the table holds past it (reftool's checkpoint
+    /// names the table's fill and would discard it). A kill between the two commits makes
+    /// the resume write the chunk again (the table's `_line` key refuses it: the import fails
+    /// where it should have finished).
+    ///
+    /// Acts: the checkpoint commit (two transactions) and the command: `import` re-keys the
+    /// checkpoint it finds to the table's fill before it resumes.
+    TwoTransactionCommit = "two-transaction-commit",
+    /// Narrow window. The import's checkpoint moves on before the rows it claims are
+    /// committed: it is written to a file of its own, [`crate::narrow::WINDOW`] before the
+    /// transaction of the rows commits, and a resume takes it from there. A kill between the
+    /// two loses the chunk: the import answers every row imported while the table lacks them.
+    ///
+    /// Acts: the checkpoint commit (the checkpoint file first) and the command: `import`
+    /// resumes from that file when it is there, re-keyed to the table's fill.
+    CheckpointFirst = "checkpoint-first",
+    /// Narrow window. A file checkpoint is written in two steps: first the new offset with the
+    /// old totals (`analyze`'s counts and sums, `digest`'s hash state), then, after
+    /// [`crate::narrow::WINDOW`], the new totals. A kill between the two resumes from the new
+    /// offset with the totals of the checkpoint before: the final answer is wrong.
+    ///
+    /// Acts: the checkpoint commit (a file checkpoint in two writes).
+    StaleCheckpointTotals = "stale-checkpoint-totals",
+    /// Narrow window. The identity lookup and the job creation hold no lock between them: an
+    /// invocation that finds no active job of its identity waits [`crate::narrow::WINDOW`]
+    /// (the creation's own writes) and creates one even if another invocation created it
+    /// meanwhile. K identical invocations at once start two jobs and do the work twice when
+    /// they arrive within the window of each other.
+    ///
+    /// Acts: the job naming: a lookup outside the store's transaction, and a key of its own
+    /// for the job that the store's unique index would refuse.
+    IdentityCheckThenCreate = "identity-check-then-create",
 }
 
 impl Fault {
     /// The fault with this name.
     pub fn from_name(name: &str) -> Option<Fault> {
         Fault::ALL.iter().copied().find(|f| f.name() == name)
+    }
+
+    /// Whether the fault shows only when an interruption lands in a window of milliseconds
+    /// (a kill between two commits, two invocations within one lookup): no single scenario
+    /// catches it reliably, so the mutant matrix holds no row for it; `conform campaign`,
+    /// which draws many interruptions, is what must catch it (issue 26).
+    pub const fn is_narrow_window(self) -> bool {
+        matches!(
+            self,
+            Fault::TwoTransactionCommit
+                | Fault::CheckpointFirst
+                | Fault::StaleCheckpointTotals
+                | Fault::IdentityCheckThenCreate
+        )
     }
 
     /// The fault [`FAULT_ENV`] names in this process (none when unset or unknown).

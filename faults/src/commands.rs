@@ -10,18 +10,20 @@ use std::path::Path;
 use std::sync::Arc;
 
 use reftool::commands::digest::DigestState;
-use reftool::commands::import::{CHUNK_ROWS, ImportState};
+use reftool::commands::import::{CHUNK_ROWS, DEFAULT_TABLE, ImportState};
 use reftool::framework::registry::JobRunFn;
 use reftool::framework::userdb;
 use reftool::framework::{CommandSpec, Ctx, Failure};
 use reftool::runtime::checkpoint::{SavedCheckpoint, file_fingerprint};
 use reftool::runtime::context::JobContext;
 use reftool::runtime::fsutil::{read_json, write_json_atomic};
+use reftool::runtime::target::TargetClaims;
 use reftool::runtime::sha256::Sha256;
 use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::Value;
 
 use crate::Fault;
+use crate::narrow::{Ahead, ahead_path};
 
 /// reftool's commands with the work of `fault`'s command wrapped.
 pub fn specs(fault: Option<Fault>) -> Vec<CommandSpec> {
@@ -35,7 +37,13 @@ pub fn specs(fault: Option<Fault>) -> Vec<CommandSpec> {
                 | Fault::KilledReaderStartsOver
                 | Fault::ChangedInputKeepsCheckpoint,
             )
-            | ("import", Fault::CheckpointLagsItsRows | Fault::ResumeSkipsAChunk) => {
+            | (
+                "import",
+                Fault::CheckpointLagsItsRows
+                | Fault::ResumeSkipsAChunk
+                | Fault::TwoTransactionCommit
+                | Fault::CheckpointFirst,
+            ) => {
                 wrap(spec, fault);
             }
             ("analyze", Fault::LostJobRestartsFromZero) => {
@@ -79,6 +87,11 @@ fn around(
             let db = ctx.args.text("db").unwrap_or_default().to_owned();
             let moved = if fault == Fault::CheckpointLagsItsRows { -1 } else { 1 };
             let _ = move_import_checkpoint(job, Path::new(&file), &db, moved);
+        }
+        Fault::TwoTransactionCommit | Fault::CheckpointFirst => {
+            let db = ctx.args.text("db").unwrap_or_default().to_owned();
+            let table = ctx.args.text("table").unwrap_or(DEFAULT_TABLE).to_owned();
+            let _ = trust_own_checkpoint(job, &db, &table, fault == Fault::CheckpointFirst);
         }
         _ => {}
     }
@@ -180,4 +193,70 @@ fn offset_of_row(csv: &Path, rows: u64) -> std::io::Result<(u64, u64)> {
         }
     }
     Ok((offset, seen))
+}
+
+/// [`Fault::TwoTransactionCommit`] and [`Fault::CheckpointFirst`]: before the import resumes,
+/// its checkpoint is taken from the file the checkpoint was written to first, when it is
+/// there (`ahead`), and a checkpoint of this writer's own claim on the table is re-keyed to
+/// the rows the table holds: the resume trusts its checkpoint where reftool's, naming the
+/// table's fill, would be discarded.
+fn trust_own_checkpoint(
+    job: &JobContext<'_>,
+    db: &str,
+    table: &str,
+    ahead: bool,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let db = userdb::db_path(db).map_err(|f| f.message)?;
+    if !db.is_file() {
+        return Ok(());
+    }
+    let conn = Connection::open(&db)?;
+    let record = &job.job().record;
+    let identity = record.identity.as_str();
+    let first = ahead_path(&db);
+    if ahead && let Ok(Some(file)) = read_json::<Ahead>(&first) {
+        if file.identity.as_str() == identity {
+            let saved = file.saved;
+            conn.execute(
+                "UPDATE reftool_checkpoints SET fingerprint = ?2, job_id = ?3, done = ?4,
+                     state = ?5, saved_at_ms = ?6, completed = 0 WHERE identity = ?1",
+                params![
+                    identity,
+                    saved.fingerprint,
+                    saved.job_id,
+                    i64::try_from(saved.done)?,
+                    serde_json::to_string(&saved.state)?,
+                    i64::try_from(saved.saved_at_ms)?
+                ],
+            )?;
+        }
+        std::fs::remove_file(&first)?;
+    }
+    let row: Option<(String, i64)> = conn
+        .query_row(
+            "SELECT fingerprint, completed FROM reftool_checkpoints WHERE identity = ?1",
+            params![identity],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?;
+    let Some((fingerprint, 0)) = row else { return Ok(()) };
+    let target = TargetClaims::new(table, record.identity.clone(), record.job_id.clone());
+    let Some(claim) = target.current(&conn)? else { return Ok(()) };
+    let Some((input, _)) = fingerprint.split_once(";claim=") else { return Ok(()) };
+    // `claim=<stamp>;filled=`: the state of this claim, whatever its fill.
+    let any_fill = TargetClaims::state(&claim.stamp, 0);
+    let any_fill = any_fill.strip_suffix('0').unwrap_or(&any_fill);
+    if !fingerprint.starts_with(&format!("{input};{any_fill}")) {
+        // Another claim's table (refilled, dropped): reftool's own rule discards it.
+        return Ok(());
+    }
+    let sql = format!("SELECT coalesce(max(_line), 0) FROM \"{}\"", table.replace('"', "\"\""));
+    let filled: i64 = conn.query_row(&sql, [], |r| r.get(0))?;
+    let rekeyed =
+        format!("{input};{}", TargetClaims::state(&claim.stamp, u64::try_from(filled)?));
+    conn.execute(
+        "UPDATE reftool_checkpoints SET fingerprint = ?2 WHERE identity = ?1",
+        params![identity, rekeyed],
+    )?;
+    Ok(())
 }

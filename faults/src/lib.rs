@@ -30,7 +30,10 @@
 //!   ids), the progress sink, the worker launcher, given to the application where it is built
 //!   ([`app`]);
 //! - in a command's work, wrapped ([`commands`]): a checkpoint moved or kept before or after
-//!   reftool's own work runs.
+//!   reftool's own work runs;
+//! - the narrow-window faults ([`narrow`], [`Fault::is_narrow_window`]): two steps where reftool
+//!   takes one (through the runtime's checkpoint commit and job naming), a few milliseconds
+//!   apart, which only `conform campaign` catches reliably.
 
 // `Failure` is reftool's error response, returned as it is by every command's work.
 #![allow(clippy::result_large_err)]
@@ -40,6 +43,7 @@ pub mod catalogue;
 pub mod commands;
 pub mod invocation;
 pub mod jobs;
+pub mod narrow;
 pub mod parts;
 
 use std::ffi::OsString;

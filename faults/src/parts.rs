@@ -1,6 +1,7 @@
 //! Faults in the runtime's parts: the job naming (how an invocation is keyed, how a job is
-//! named), the progress sink, the worker launcher. reftool's parts are
-//! [`reftool::runtime::Parts::default`]; a fault replaces one.
+//! named), the progress sink, the worker launcher, the checkpoint commit (see
+//! [`crate::narrow`]). reftool's parts are [`reftool::runtime::Parts::default`]; a fault
+//! replaces one.
 
 use std::collections::BTreeSet;
 use std::io;
@@ -17,6 +18,7 @@ use reftool::runtime::progress::{Progress, ProgressFile, ProgressJson, ProgressS
 use reftool::runtime::worker::{Launcher, worker_command};
 
 use crate::Fault;
+use crate::narrow::{SplitCommit, UnlockedLookup};
 
 /// The runtime's parts of `fault`: reftool's, with the one the fault replaces.
 pub fn parts(fault: Option<Fault>) -> Parts {
@@ -32,6 +34,12 @@ pub fn parts(fault: Option<Fault>) -> Parts {
         Some(Fault::ProgressRestartsOnResume) => parts.progress = Arc::new(CountedFromResume),
         Some(Fault::WorkerHoldsCallerPipes) => parts.launcher = Arc::new(InheritingStdio),
         Some(Fault::WatchdogOff) => parts.progress = Arc::new(BesideTheHeartbeat),
+        Some(
+            fault @ (Fault::TwoTransactionCommit
+            | Fault::CheckpointFirst
+            | Fault::StaleCheckpointTotals),
+        ) => parts.checkpoints = Arc::new(SplitCommit { fault }),
+        Some(Fault::IdentityCheckThenCreate) => parts.naming = Arc::new(UnlockedLookup),
         _ => {}
     }
     parts

@@ -30,6 +30,7 @@ use crate::scenario::{Declaration, SCENARIO_FILES, Scenario};
 use crate::snapshot::SnapshotStore;
 use crate::summary::{RunFacts, RunSummary};
 
+pub mod campaign;
 pub mod explain;
 pub mod manual;
 
@@ -100,6 +101,10 @@ pub enum Command {
         #[arg(long, value_name = "DIR")]
         html: PathBuf,
     },
+    /// Run a seeded fault campaign: many random schedules of kills, signals, budgets and
+    /// races, invariants checked after each, a failure shrunk and replayable (`conform manual
+    /// campaign`).
+    Campaign(campaign::CampaignCommand),
     /// List the scenario catalogue.
     List {
         /// Output format.
@@ -200,6 +205,10 @@ pub struct RunArgs {
     /// Expected failures, each with a reason.
     #[arg(long, value_name = "FILE")]
     pub baseline: Option<PathBuf>,
+    /// Also run the scenario files under DIR (`<REQ>/<id>.toml`), e.g. the failures a
+    /// campaign kept (`conform campaign --save-failures DIR`).
+    #[arg(long, value_name = "DIR")]
+    pub scenarios: Option<PathBuf>,
     /// Keep each scenario's sandbox directory (their paths go to stderr).
     #[arg(long)]
     pub keep_sandboxes: bool,
@@ -261,6 +270,7 @@ pub fn main_with(args: impl IntoIterator<Item = OsString>) -> u8 {
     let result = match cli.command {
         Command::Run(run) => run_command(&run, started),
         Command::Matrix { matrix, html } => matrix_command(&matrix, &html),
+        Command::Campaign(cmd) => campaign::command(&cmd),
         Command::List { format } => list(format),
         Command::Explain { scenario_id, tool, profile, format } => {
             explain(&scenario_id, tool.as_ref(), profile, format)
@@ -394,7 +404,10 @@ fn run_command(args: &RunArgs, started: Instant) -> Result<u8, ArgError> {
         Some(tool) => (resolve_tool(tool).map_err(fail)?, Vec::new()),
         None => profile_command(&profile).map_err(fail)?,
     };
-    let catalogue = catalogue()?;
+    let mut catalogue = catalogue()?;
+    if let Some(dir) = &args.scenarios {
+        campaign::add_scenarios(&mut catalogue, dir).map_err(fail)?;
+    }
     let planned = plan::plan(&catalogue, &args.only, &args.skip, &profile)
         .map_err(|e| fail(e.to_string()))?;
     let options = ReportOptions {

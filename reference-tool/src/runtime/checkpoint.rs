@@ -25,6 +25,8 @@
 //! **Safe points.** [`FileCheckpoints::checkpoint`] and [`SqliteCheckpoints::commit_with`]
 //! save first, then ask the [`StopControl`]; a stop request (budget, SIGTERM, cancel, lifetime)
 //! therefore takes effect only after the state that covers every finished unit is durable.
+//! How the state is made durable is the job store's [`CheckpointCommit`] (reftool's
+//! [`OneStep`]: one atomic write, one transaction).
 //!
 //! **Removal.** Remove on completion ([`FileCheckpoints::remove`],
 //! [`SqliteCheckpoints::remove`]) and on cancel. A cancel of a paused job removes a file
@@ -32,9 +34,11 @@
 //! was later cancelled is void: pass [`super::jobs::JobStore::was_cancelled`] as `is_void` to
 //! [`SqliteCheckpoints::restore`], which then discards it.
 
+use std::fmt::Debug;
 use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
@@ -63,6 +67,48 @@ pub enum Flow {
     Continue,
     /// The state is saved; stop now for this reason.
     Stop(StopReason),
+}
+
+/// How a safe point makes its checkpoint durable: a reader's checkpoint file written, a
+/// writer's units committed with the checkpoint that records them. The job store holds one
+/// (a part of the runtime, [`super::Parts`]); reftool's is [`OneStep`].
+pub trait CheckpointCommit: Debug + Send + Sync {
+    /// Writes the file checkpoint `saved` to `path`.
+    fn write_file(&self, path: &Path, saved: &SavedCheckpoint) -> io::Result<()>;
+
+    /// Commits `tx`, which holds a writer's units, with their checkpoint `saved` of the
+    /// writer `identity`, which `save` writes on the connection it is given.
+    fn commit_units(
+        &self,
+        tx: Transaction<'_>,
+        identity: &IdentityKey,
+        saved: &SavedCheckpoint,
+        save: &dyn Fn(&Connection) -> Result<(), CheckpointError>,
+    ) -> Result<(), CheckpointError>;
+}
+
+/// reftool's [`CheckpointCommit`]: a checkpoint file is one atomic write (temp file, fsync,
+/// rename), and a writer's checkpoint is saved on the transaction that holds its units, so one
+/// commit makes both durable.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OneStep;
+
+impl CheckpointCommit for OneStep {
+    fn write_file(&self, path: &Path, saved: &SavedCheckpoint) -> io::Result<()> {
+        write_json_atomic(path, saved)
+    }
+
+    fn commit_units(
+        &self,
+        tx: Transaction<'_>,
+        _identity: &IdentityKey,
+        _saved: &SavedCheckpoint,
+        save: &dyn Fn(&Connection) -> Result<(), CheckpointError>,
+    ) -> Result<(), CheckpointError> {
+        save(&tx)?;
+        tx.commit()?;
+        Ok(())
+    }
 }
 
 /// A saved checkpoint (file content / row).
@@ -160,13 +206,20 @@ pub struct FileCheckpoints {
     path: PathBuf,
     fingerprint: String,
     job_id: JobId,
+    commit: Arc<dyn CheckpointCommit>,
 }
 
 impl FileCheckpoints {
     /// Checkpoints at `path` (use [`super::jobs::JobStore::checkpoint_path`]) for the input
     /// `fingerprint`, saved by job `job_id`.
     pub fn new(path: PathBuf, fingerprint: impl Into<String>, job_id: JobId) -> Self {
-        FileCheckpoints { path, fingerprint: fingerprint.into(), job_id }
+        FileCheckpoints { path, fingerprint: fingerprint.into(), job_id, commit: Arc::new(OneStep) }
+    }
+
+    /// These checkpoints, written by `commit` (reftool's is [`OneStep`]).
+    pub fn committed_by(mut self, commit: Arc<dyn CheckpointCommit>) -> Self {
+        self.commit = commit;
+        self
     }
 
     /// The last state for this fingerprint, or a fresh start (with a warning when a mismatching
@@ -207,7 +260,7 @@ impl FileCheckpoints {
             state: serde_json::to_value(state)?,
             saved_at_ms: now_ms(),
         };
-        write_json_atomic(&self.path, &saved)?;
+        self.commit.write_file(&self.path, &saved)?;
         Ok(())
     }
 
@@ -243,12 +296,24 @@ pub struct SqliteCheckpoints {
     identity: IdentityKey,
     fingerprint: String,
     job_id: JobId,
+    commit: Arc<dyn CheckpointCommit>,
 }
 
 impl SqliteCheckpoints {
     /// Checkpoints of `identity` for the input `fingerprint`, saved by job `job_id`.
     pub fn new(identity: IdentityKey, fingerprint: impl Into<String>, job_id: JobId) -> Self {
-        SqliteCheckpoints { identity, fingerprint: fingerprint.into(), job_id }
+        SqliteCheckpoints {
+            identity,
+            fingerprint: fingerprint.into(),
+            job_id,
+            commit: Arc::new(OneStep),
+        }
+    }
+
+    /// These checkpoints, committed by `commit` (reftool's is [`OneStep`]).
+    pub fn committed_by(mut self, commit: Arc<dyn CheckpointCommit>) -> Self {
+        self.commit = commit;
+        self
     }
 
     /// Creates the `reftool_checkpoints` table in the target database if needed.
@@ -315,8 +380,12 @@ impl SqliteCheckpoints {
         state: &T,
         done: u64,
     ) -> Result<(), CheckpointError> {
-        let state = serde_json::to_string(state)?;
-        tx.execute(
+        self.save_on(tx, &serde_json::to_string(state)?, done)
+    }
+
+    /// Saves the checkpoint of the serialized `state` with the connection `conn`.
+    fn save_on(&self, conn: &Connection, state: &str, done: u64) -> Result<(), CheckpointError> {
+        conn.execute(
             "INSERT INTO reftool_checkpoints (identity, fingerprint, job_id, done, state, saved_at_ms)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6)
              ON CONFLICT(identity) DO UPDATE SET fingerprint = excluded.fingerprint,
@@ -343,8 +412,18 @@ impl SqliteCheckpoints {
         done: u64,
         stop: &mut StopControl<'_>,
     ) -> Result<Flow, CheckpointError> {
-        self.save_in(&tx, state, done)?;
-        tx.commit()?;
+        let value = serde_json::to_value(state)?;
+        let text = serde_json::to_string(&value)?;
+        let saved = SavedCheckpoint {
+            fingerprint: self.fingerprint.clone(),
+            job_id: self.job_id.to_string(),
+            done,
+            state: value,
+            saved_at_ms: now_ms(),
+        };
+        self.commit.commit_units(tx, &self.identity, &saved, &|conn| {
+            self.save_on(conn, &text, done)
+        })?;
         Ok(stop.check().map_or(Flow::Continue, Flow::Stop))
     }
 

@@ -22,7 +22,9 @@ use std::time::Instant;
 use rusqlite::{Connection, Transaction};
 use serde::Serialize;
 
-use super::checkpoint::{CheckpointError, FileCheckpoints, Flow, SqliteCheckpoints};
+use super::checkpoint::{
+    CheckpointCommit, CheckpointError, FileCheckpoints, Flow, SqliteCheckpoints,
+};
 use super::jobs::{JobStore, JobView, STDIN_FILE};
 use super::progress::{Progress, ProgressError, ProgressReporter};
 use super::stop::{StopControl, StopReason};
@@ -34,6 +36,8 @@ pub struct JobContext<'a> {
     checkpoint_path: PathBuf,
     progress: ProgressReporter,
     stop: StopControl<'a>,
+    /// How the checkpoints are made durable (the store's).
+    commit: Arc<dyn CheckpointCommit>,
     /// Added to the work's own counts when it restarted below what the job had already
     /// published (see [`JobContext::resume_from`]).
     restart_offset: u64,
@@ -48,6 +52,7 @@ impl<'a> JobContext<'a> {
             job,
             progress,
             stop,
+            commit: store.checkpoint_commit(),
             restart_offset: 0,
         }
     }
@@ -154,6 +159,7 @@ impl<'a> JobContext<'a> {
             fingerprint,
             self.job.record.job_id.clone(),
         )
+        .committed_by(Arc::clone(&self.commit))
     }
 
     /// The target-DB checkpoint store of this invocation for the input `fingerprint`.
@@ -163,6 +169,7 @@ impl<'a> JobContext<'a> {
             fingerprint,
             self.job.record.job_id.clone(),
         )
+        .committed_by(Arc::clone(&self.commit))
     }
 
     /// A safe point with a file checkpoint: progress flushed, state saved, then stop check.

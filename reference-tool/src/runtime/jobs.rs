@@ -72,6 +72,7 @@ use nix::sys::signal::Signal;
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 use serde::{Deserialize, Serialize};
 
+use super::checkpoint::{CheckpointCommit, OneStep};
 use super::fsutil::{now_ms, read_json, tail, write_json_atomic};
 use super::identity::{IdentityKey, InvocationIdentity, JobNaming, RandomIds, digest_file};
 use super::ids::{JobId, JobIdError, instance_dir_name};
@@ -519,24 +520,37 @@ struct Row {
     identity: IdentityKey,
 }
 
-/// The job store rooted at a state directory, with the naming of its jobs and the sink of
-/// their progress.
+/// The job store rooted at a state directory, with the naming of its jobs, the sink of their
+/// progress and how their checkpoints are made durable.
 #[derive(Debug, Clone)]
 pub struct JobStore {
     state_dir: PathBuf,
     naming: Arc<dyn JobNaming>,
     progress: Arc<dyn ProgressSink>,
+    checkpoints: Arc<dyn CheckpointCommit>,
 }
 
 impl JobStore {
     /// A store under `state_dir` (the framework's per-user state dir), with reftool's naming
-    /// ([`RandomIds`]) and progress files ([`ProgressJson`]).
+    /// ([`RandomIds`]), progress files ([`ProgressJson`]) and checkpoints ([`OneStep`]).
     pub fn new(state_dir: impl Into<PathBuf>) -> Self {
         JobStore {
             state_dir: state_dir.into(),
             naming: Arc::new(RandomIds),
             progress: Arc::new(ProgressJson),
+            checkpoints: Arc::new(OneStep),
         }
+    }
+
+    /// This store, making its jobs' checkpoints durable with `checkpoints`.
+    pub fn committing_with(mut self, checkpoints: Arc<dyn CheckpointCommit>) -> Self {
+        self.checkpoints = checkpoints;
+        self
+    }
+
+    /// How this store's jobs make their checkpoints durable.
+    pub fn checkpoint_commit(&self) -> Arc<dyn CheckpointCommit> {
+        Arc::clone(&self.checkpoints)
     }
 
     /// This store, keying and naming its jobs with `naming`.

@@ -26,7 +26,7 @@
 //! | [`incomplete`] | `data` and `error.message` of the INCOMPLETE response |
 //! | [`fsutil`], [`warning`] | atomic writes, clock; envelope-shaped warnings |
 //! | [`sha256`] | SHA-256 whose running state a checkpoint can hold |
-//! | [`parts`] | what a tool chooses: job naming, the progress sink, the worker launcher |
+//! | [`parts`] | what a tool chooses: job naming, the progress sink, the worker launcher, the checkpoint commit |
 //!
 //! # State on disk
 //!

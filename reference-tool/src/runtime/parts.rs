@@ -1,11 +1,12 @@
 //! The parts of the job runtime a tool chooses: how jobs are keyed and named
-//! ([`JobNaming`]), where their progress is published ([`ProgressSink`]), and how their
-//! worker starts ([`Launcher`]). The framework builds every job store and starts every worker
+//! ([`JobNaming`]), where their progress is published ([`ProgressSink`]), how their worker
+//! starts ([`Launcher`]), and how their checkpoints are made durable ([`CheckpointCommit`]). The framework builds every job store and starts every worker
 //! from the [`Parts`] its tool was built with; reftool's are [`Parts::default`].
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use super::checkpoint::{CheckpointCommit, OneStep};
 use super::identity::{JobNaming, RandomIds};
 use super::jobs::JobStore;
 use super::progress::{ProgressJson, ProgressSink};
@@ -20,25 +21,30 @@ pub struct Parts {
     pub progress: Arc<dyn ProgressSink>,
     /// How a detached job's worker starts.
     pub launcher: Arc<dyn Launcher>,
+    /// How a safe point makes its checkpoint durable.
+    pub checkpoints: Arc<dyn CheckpointCommit>,
 }
 
 impl Default for Parts {
     /// reftool's: keys of the whole identity and random ids ([`RandomIds`]), `progress.json`
-    /// ([`ProgressJson`]), the worker by re-executing this binary ([`Reexec`]).
+    /// ([`ProgressJson`]), the worker by re-executing this binary ([`Reexec`]), a checkpoint
+    /// in one atomic write or one transaction with its units ([`OneStep`]).
     fn default() -> Self {
         Parts {
             naming: Arc::new(RandomIds),
             progress: Arc::new(ProgressJson),
             launcher: Arc::new(Reexec),
+            checkpoints: Arc::new(OneStep),
         }
     }
 }
 
 impl Parts {
-    /// The job store under `state_dir`, naming and publishing with these parts.
+    /// The job store under `state_dir`, naming, publishing and checkpointing with these parts.
     pub fn job_store(&self, state_dir: impl Into<PathBuf>) -> JobStore {
         JobStore::new(state_dir)
             .named_by(Arc::clone(&self.naming))
             .publishing_to(Arc::clone(&self.progress))
+            .committing_with(Arc::clone(&self.checkpoints))
     }
 }
