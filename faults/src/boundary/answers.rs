@@ -174,9 +174,12 @@ fn edit_response(fault: Fault, call: &Call<'_>, response: &mut Response) {
             response.exit = Exit::PARTIAL_FAILURE;
         }
         Fault::AsyncStatusExits3 if call.is("job.status") && incomplete => {
-            let job = named_job(call);
-            let spec = job.and_then(|j| call.app.registry().get(&j.record.command_path).cloned());
-            if spec.is_some_and(|s| s.is_async) {
+            if named_job_is_async(call) {
+                response.exit = Exit::PARTIAL_FAILURE;
+            }
+        }
+        Fault::AsyncWaitExits3 if call.is("job.wait") && incomplete => {
+            if named_job_is_async(call) {
                 response.exit = Exit::PARTIAL_FAILURE;
             }
         }
@@ -190,6 +193,10 @@ fn edit_response(fault: Fault, call: &Call<'_>, response: &mut Response) {
             if !call.interruptible() && exit == Exit::TIMEOUT && code == Some(TIMEOUT) =>
         {
             response.exit = Exit::GENERAL_ERROR;
+        }
+        Fault::NoTimeoutMeta if call.spec.is_some() && !stamped => {
+            response.timeout_ms = None;
+            response.meta.remove("timeout_ms");
         }
         Fault::SigintExits1 if exit == Exit::SIGINT && code == Some("CANCELLED") => {
             response.exit = Exit::GENERAL_ERROR;
@@ -212,6 +219,13 @@ fn edit_response(fault: Fault, call: &Call<'_>, response: &mut Response) {
         }
         _ => {}
     }
+}
+
+/// Whether the job a `job` built-in names is an async command's.
+fn named_job_is_async(call: &Call<'_>) -> bool {
+    let job = named_job(call);
+    let spec = job.and_then(|j| call.app.registry().get(&j.record.command_path).cloned());
+    spec.is_some_and(|s| s.is_async)
 }
 
 /// Sets the text `key` of `data`.
