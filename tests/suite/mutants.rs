@@ -346,7 +346,10 @@ const PYAGENT_FAULTS: &[(&str, &[&str])] = &[
     ("async-wait-exits-3", &["job-wait-on-a-running-async-job-exits-14"]),
     ("zero-budget-no-timeout", &["budget-zero-stops-at-the-timeout"]),
     ("no-timeout-meta", &["timeout-is-recorded-in-meta"]),
-    ("worker-in-caller-group", &["caller-hangup-spares-the-job", "caller-group-kill-spares-the-job"]),
+    (
+        "worker-in-caller-group",
+        &["caller-hangup-spares-the-job", "caller-group-kill-spares-the-job"],
+    ),
 ];
 
 /// Scenarios the correct pyagent fails today, each with the reason. The test insists on

@@ -74,9 +74,9 @@ pub fn rewrite(fault: Fault, call: &Call<'_>, argv: Vec<OsString>) -> Vec<OsStri
         }
         Fault::ZeroBudgetIgnoresTimeout
             if call.interruptible()
-                && options("budget")
-                    .iter()
-                    .any(|a| a.value().is_some_and(|v| parse_duration(v).is_ok_and(|d| d.is_zero()))) =>
+                && options("budget").iter().any(|a| {
+                    a.value().is_some_and(|v| parse_duration(v).is_ok_and(|d| d.is_zero()))
+                }) =>
         {
             without(&argv, &options("timeout"))
         }
