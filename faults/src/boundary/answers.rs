@@ -173,15 +173,16 @@ fn edit_response(fault: Fault, call: &Call<'_>, response: &mut Response) {
         Fault::EndedJobStatusExits3 if call.is("job.status") && exit == Exit::SUCCESS => {
             response.exit = Exit::PARTIAL_FAILURE;
         }
-        Fault::AsyncStatusExits3 if call.is("job.status") && incomplete => {
-            if named_job_is_async(call) {
-                response.exit = Exit::PARTIAL_FAILURE;
-            }
-        }
-        Fault::AsyncWaitExits3 if call.is("job.wait") && incomplete => {
-            if named_job_is_async(call) {
-                response.exit = Exit::PARTIAL_FAILURE;
-            }
+        Fault::AsyncStatusExits3 | Fault::AsyncWaitExits3
+            if incomplete
+                && call.is(if fault == Fault::AsyncStatusExits3 {
+                    "job.status"
+                } else {
+                    "job.wait"
+                })
+                && named_job_is_async(call) =>
+        {
+            response.exit = Exit::PARTIAL_FAILURE;
         }
         Fault::StallReportedAsTimeout if code == Some(STALLED) => {
             if let Some(error) = &mut response.error {
