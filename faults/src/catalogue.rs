@@ -191,6 +191,11 @@ faults! {
     ///
     /// Acts: envelope out.
     AsyncStatusExits3 = "async-status-exits-3",
+    /// `job wait` on a running async job exits 3 once its budget runs out (it answers 14, as
+    /// `job status` does).
+    ///
+    /// Acts: envelope out.
+    AsyncWaitExits3 = "async-wait-exits-3",
     /// `job cancel` answers 0 but leaves the job running.
     ///
     /// Acts: around `job cancel`: it answers without cancelling.
@@ -241,6 +246,11 @@ faults! {
     ///
     /// Acts: envelope out.
     PlainTimeoutIsGeneralError = "plain-timeout-is-general-error",
+    /// The responses of a command without interruption leave out `meta.timeout_ms` (the
+    /// wall-clock limit of each execution is recorded there).
+    ///
+    /// Acts: envelope out.
+    NoTimeoutMeta = "no-timeout-meta",
     /// An unknown flag or command exits 1 (ARG_ERROR 2).
     ///
     /// Acts: envelope out.
@@ -366,6 +376,11 @@ faults! {
     ///
     /// Acts: argv in: an interruptible command's `--timeout` is dropped.
     JobTimeoutSpansOneCall = "job-timeout-spans-one-call",
+    /// With `--budget 0` an interruptible command drops its `--timeout` and runs to the end of
+    /// the work (`--budget 0` returns when the work ends or `--timeout` fires).
+    ///
+    /// Acts: argv in: `--timeout` is dropped beside a zero `--budget`.
+    ZeroBudgetIgnoresTimeout = "zero-budget-ignores-timeout",
     /// `job cancel` of a running job records it `cancelled` and exits 0, but the worker is
     /// never told: it runs on and finishes its effect (the job stops at its next safe point).
     ///
@@ -426,6 +441,11 @@ faults! {
     ///
     /// Acts: argv in: an interruptible command runs under the default instance.
     IdentityIgnoresInstance = "identity-ignores-instance",
+    /// The invocation identity leaves out the idempotency key, so the same invocation with
+    /// another key attaches to the running job of the first key (jobs are keyed by it too).
+    ///
+    /// Acts: the job naming.
+    IdentityIgnoresKey = "identity-ignores-key",
     /// Narrow window. A chunk's rows and its checkpoint are committed in two transactions,
     /// the rows first, [`crate::narrow::WINDOW`] apart; the resume trusts its own claim's
     /// checkpoint whatever rows of that claim the table holds past it (reftool's checkpoint

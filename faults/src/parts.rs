@@ -27,6 +27,7 @@ pub fn parts(fault: Option<Fault>) -> Parts {
         Some(
             fault @ (Fault::IdentityIgnoresCwd
             | Fault::IdentityIgnoresStdin
+            | Fault::IdentityIgnoresKey
             | Fault::NoAttach
             | Fault::ClockJobIds),
         ) => parts.naming = Arc::new(FaultyNaming { fault, detaching: detaching_commands() }),
@@ -55,7 +56,8 @@ fn detaching_commands() -> BTreeSet<String> {
 }
 
 /// reftool's naming with one fault: a key without the working directory
-/// ([`Fault::IdentityIgnoresCwd`]) or the stdin digest ([`Fault::IdentityIgnoresStdin`]), a key
+/// ([`Fault::IdentityIgnoresCwd`]), the stdin digest ([`Fault::IdentityIgnoresStdin`]) or the
+/// idempotency key ([`Fault::IdentityIgnoresKey`]), a key
 /// of its own for every call of a detaching command ([`Fault::NoAttach`]), or ids that count
 /// milliseconds ([`Fault::ClockJobIds`]).
 #[derive(Debug)]
@@ -70,6 +72,7 @@ impl JobNaming for FaultyNaming {
         match self.fault {
             Fault::IdentityIgnoresCwd => keyed.cwd = PathBuf::new(),
             Fault::IdentityIgnoresStdin => keyed.stdin_digest = None,
+            Fault::IdentityIgnoresKey => keyed.idempotency_key = None,
             // Resume-only commands keep their key: without it their continuations (the
             // identical invocation) could never find their checkpoint, and the fault would
             // break far more than the attach rule.

@@ -239,7 +239,11 @@ fn reftool_targets(fault: Fault) -> &'static [&'static str] {
         Fault::WorkerHoldsCallerPipes => {
             &["pipes-released-on-handoff", "pipes-released-stdin-open"]
         }
-        Fault::WorkerInCallerGroup => &["caller-group-kill-spares-the-job"],
+        // A hangup reaches a worker left in the caller's group as a kill does: no fault tells
+        // the two apart, since a signal to a group never reaches a process outside it.
+        Fault::WorkerInCallerGroup => {
+            &["caller-group-kill-spares-the-job", "caller-hangup-spares-the-job"]
+        }
         Fault::DeadWorkerLooksAlive => &["dead-worker-is-job-lost"],
         Fault::StaleCancelMarker => &["stale-cancel-leaves-nothing-behind"],
         Fault::ForeignInstanceCancel => &["jobs-are-owned-by-their-instance"],
@@ -254,6 +258,7 @@ fn reftool_targets(fault: Fault) -> &'static [&'static str] {
         Fault::IdempotencyKeyIgnored => &["repeat-with-key-is-a-noop"],
         Fault::AsyncDescriptorWithoutTerminal => &["async-returns-a-job-descriptor"],
         Fault::AsyncStatusExits3 => &["async-job-status-exits-14"],
+        Fault::AsyncWaitExits3 => &["job-wait-on-a-running-async-job-exits-14"],
         Fault::CancelIgnored => &["cancel-stops-the-job"],
         Fault::NoAttach => {
             &["identical-invocations-share-one-job", "repeat-attaches-to-running-job"]
@@ -270,6 +275,7 @@ fn reftool_targets(fault: Fault) -> &'static [&'static str] {
         Fault::PausedContinueAddsFlag => &["paused-continue-is-the-original-invocation"],
         Fault::RelayedResultLosesData => &["continue-loop-ends-in-calibrated-response"],
         Fault::PlainTimeoutIsGeneralError => &["plain-command-times-out-honestly"],
+        Fault::NoTimeoutMeta => &["timeout-is-recorded-in-meta"],
         Fault::UnknownFlagExits1 => &["unknown-flag-is-arg-error", "invalid-probes-are-arg-errors"],
         Fault::AnsiOnStdout => &["read-probes-keep-ansi-off-stdout"],
         Fault::NoColorIgnored => &["no-color-is-honoured"],
@@ -303,6 +309,7 @@ fn reftool_targets(fault: Fault) -> &'static [&'static str] {
         Fault::JobTimeoutSpansOneCall => {
             &["timeout-spans-resumed-calls", "timeout-ends-the-detached-job"]
         }
+        Fault::ZeroBudgetIgnoresTimeout => &["budget-zero-stops-at-the-timeout"],
         Fault::CancelMarksOnly => &["cancelled-writer-stops-its-effect"],
         Fault::CancelledWorkerLingers => {
             &["cancel-leaves-no-worker", "cancelled-writer-stops-its-effect"]
@@ -324,6 +331,7 @@ fn reftool_targets(fault: Fault) -> &'static [&'static str] {
         Fault::IdentityIgnoresCwd => &["another-directory-starts-its-own-job"],
         Fault::IdentityIgnoresStdin => &["other-stdin-starts-its-own-job"],
         Fault::IdentityIgnoresInstance => &["another-instance-starts-its-own-job"],
+        Fault::IdentityIgnoresKey => &["another-idempotency-key-starts-its-own-job"],
         // Narrow-window faults: no row (see `rows`), `conform campaign` catches them.
         Fault::TwoTransactionCommit
         | Fault::CheckpointFirst
@@ -346,6 +354,13 @@ const PYAGENT_FAULTS: &[(&str, &[&str])] = &[
     ("bad-quoting", &["continue-command-is-shell-ready"]),
     ("timeout-per-call", &["timeout-spans-resumed-calls"]),
     ("wait-blocks", &["job-wait-holds-its-caller-to-the-budget"]),
+    ("async-wait-exits-3", &["job-wait-on-a-running-async-job-exits-14"]),
+    ("zero-budget-no-timeout", &["budget-zero-stops-at-the-timeout"]),
+    ("no-timeout-meta", &["timeout-is-recorded-in-meta"]),
+    (
+        "worker-in-caller-group",
+        &["caller-hangup-spares-the-job", "caller-group-kill-spares-the-job"],
+    ),
 ];
 
 /// Scenarios the correct pyagent fails today, each with the reason. The test insists on

@@ -173,12 +173,16 @@ fn edit_response(fault: Fault, call: &Call<'_>, response: &mut Response) {
         Fault::EndedJobStatusExits3 if call.is("job.status") && exit == Exit::SUCCESS => {
             response.exit = Exit::PARTIAL_FAILURE;
         }
-        Fault::AsyncStatusExits3 if call.is("job.status") && incomplete => {
-            let job = named_job(call);
-            let spec = job.and_then(|j| call.app.registry().get(&j.record.command_path).cloned());
-            if spec.is_some_and(|s| s.is_async) {
-                response.exit = Exit::PARTIAL_FAILURE;
-            }
+        Fault::AsyncStatusExits3 | Fault::AsyncWaitExits3
+            if incomplete
+                && call.is(if fault == Fault::AsyncStatusExits3 {
+                    "job.status"
+                } else {
+                    "job.wait"
+                })
+                && named_job_is_async(call) =>
+        {
+            response.exit = Exit::PARTIAL_FAILURE;
         }
         Fault::StallReportedAsTimeout if code == Some(STALLED) => {
             if let Some(error) = &mut response.error {
@@ -190,6 +194,10 @@ fn edit_response(fault: Fault, call: &Call<'_>, response: &mut Response) {
             if !call.interruptible() && exit == Exit::TIMEOUT && code == Some(TIMEOUT) =>
         {
             response.exit = Exit::GENERAL_ERROR;
+        }
+        Fault::NoTimeoutMeta if call.spec.is_some() && !stamped => {
+            response.timeout_ms = None;
+            response.meta.remove("timeout_ms");
         }
         Fault::SigintExits1 if exit == Exit::SIGINT && code == Some("CANCELLED") => {
             response.exit = Exit::GENERAL_ERROR;
@@ -212,6 +220,13 @@ fn edit_response(fault: Fault, call: &Call<'_>, response: &mut Response) {
         }
         _ => {}
     }
+}
+
+/// Whether the job a `job` built-in names is an async command's.
+fn named_job_is_async(call: &Call<'_>) -> bool {
+    let job = named_job(call);
+    let spec = job.and_then(|j| call.app.registry().get(&j.record.command_path).cloned());
+    spec.is_some_and(|s| s.is_async)
 }
 
 /// Sets the text `key` of `data`.

@@ -72,6 +72,14 @@ pub fn rewrite(fault: Fault, call: &Call<'_>, argv: Vec<OsString>) -> Vec<OsStri
         Fault::JobTimeoutSpansOneCall if call.interruptible() => {
             without(&argv, &options("timeout"))
         }
+        Fault::ZeroBudgetIgnoresTimeout
+            if call.interruptible()
+                && options("budget").iter().any(|a| {
+                    a.value().is_some_and(|v| parse_duration(v).is_ok_and(|d| d.is_zero()))
+                }) =>
+        {
+            without(&argv, &options("timeout"))
+        }
         Fault::IdentityIgnoresInstance if call.interruptible() => {
             if options("instance-id").is_empty() {
                 with_option(&argv, &values, "instance-id", DEFAULT_INSTANCE)
