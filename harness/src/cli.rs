@@ -29,6 +29,7 @@ use crate::scenario::{Catalogue, Declaration, SCENARIO_FILES, Scenario};
 use crate::snapshot::SnapshotStore;
 use crate::summary::{RunFacts, RunSummary};
 
+pub mod campaign;
 pub mod manual;
 
 /// What `conform --version` prints: conform's version and the version of the spec it judges,
@@ -98,6 +99,10 @@ pub enum Command {
         #[arg(long, value_name = "DIR")]
         html: PathBuf,
     },
+    /// Run a seeded fault campaign: many random schedules of kills, signals, budgets and
+    /// races, invariants checked after each, a failure shrunk and replayable (`conform manual
+    /// campaign`).
+    Campaign(campaign::CampaignCommand),
     /// List the scenario catalogue.
     List {
         /// Output format.
@@ -191,6 +196,10 @@ pub struct RunArgs {
     /// Expected failures, each with a reason.
     #[arg(long, value_name = "FILE")]
     pub baseline: Option<PathBuf>,
+    /// Also run the scenario files under DIR (`<REQ>/<id>.toml`), e.g. the failures a
+    /// campaign kept (`conform campaign --save-failures DIR`).
+    #[arg(long, value_name = "DIR")]
+    pub scenarios: Option<PathBuf>,
     /// Keep each scenario's sandbox directory (their paths go to stderr).
     #[arg(long)]
     pub keep_sandboxes: bool,
@@ -252,6 +261,7 @@ pub fn main_with(args: impl IntoIterator<Item = OsString>) -> u8 {
     let result = match cli.command {
         Command::Run(run) => run_command(&run, started),
         Command::Matrix { matrix, html } => matrix_command(&matrix, &html),
+        Command::Campaign(cmd) => campaign::command(&cmd),
         Command::List { format } => list(format),
         Command::Explain { scenario_id, format } => explain(&scenario_id, format),
         Command::Init { tool, output } => init(&tool, output.as_deref()),
@@ -383,7 +393,10 @@ fn run_command(args: &RunArgs, started: Instant) -> Result<u8, ArgError> {
         Some(tool) => (resolve_tool(tool).map_err(fail)?, Vec::new()),
         None => profile_command(&profile).map_err(fail)?,
     };
-    let catalogue = catalogue()?;
+    let mut catalogue = catalogue()?;
+    if let Some(dir) = &args.scenarios {
+        campaign::add_scenarios(&mut catalogue, dir).map_err(fail)?;
+    }
     let planned = plan::plan(&catalogue, &args.only, &args.skip, &profile)
         .map_err(|e| fail(e.to_string()))?;
     let options = ReportOptions {

@@ -20,9 +20,11 @@
 #![doc = include_str!("../docs/checks.md")]
 #![doc = include_str!("../docs/redaction.md")]
 #![doc = include_str!("../docs/hostile.md")]
+#![doc = include_str!("../docs/campaign.md")]
 
 pub mod baseline;
 pub mod calibrate;
+pub mod campaign;
 pub mod checks;
 pub mod cli;
 pub mod discover;

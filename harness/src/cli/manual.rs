@@ -39,6 +39,7 @@ pub const TOPICS: &[Topic] = topics! {
     "checks": "the checks of `expect` and the findings they give",
     "redaction": "how responses are normalized before they are compared",
     "hostile": "beside a hostile tool: inert output, sandbox removal, bounded inputs, writes outside",
+    "campaign": "seeded fault campaigns: schedules, invariants, shrinking, replay, kept failures",
 };
 
 /// The topic of this name.
