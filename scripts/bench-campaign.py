@@ -109,14 +109,11 @@ def schedule_text(schedule):
         return str(schedule)
     events = []
     for event in schedule.get("events", []):
-        if isinstance(event, dict) and len(event) == 1:
-            (kind, fields), = event.items()
-            if isinstance(fields, dict):
-                inner = ",".join(f"{k}={json.dumps(v, separators=(',', ':'))}"
-                                 for k, v in fields.items())
-                events.append(f"{kind}({inner})")
-            else:
-                events.append(f"{kind}({fields})")
+        if isinstance(event, dict) and "event" in event:
+            fields = {k: v for k, v in event.items() if k != "event"}
+            inner = ",".join(f"{k}={json.dumps(v, separators=(',', ':'))}"
+                             for k, v in fields.items())
+            events.append(f"{event['event']}({inner})")
         else:
             events.append(json.dumps(event, separators=(",", ":")))
     return f"{schedule.get('role', '?')}: " + "; ".join(events or ["(no event)"])
