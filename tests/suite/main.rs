@@ -2,6 +2,7 @@
 //! (`mutants.rs`) is a target of its own (`mutants`, `harness = false`): it lists one test per
 //! row, which a `#[test]` cannot.
 mod fixtures_paths;
+mod lanes;
 mod portable_snapshots;
 mod readme;
 mod reftool_catalogue;
