@@ -25,7 +25,11 @@ fn test_predicates(filter: &str) -> Vec<&str> {
         // `test(` but not the end of another name (`binary_id(`, `rdeps(`...).
         let before = rest[..at].chars().next_back();
         let after = &rest[at + "test(".len()..];
-        let end = after.find(')').unwrap_or(after.len());
+        // A regex (`/.../`) may hold parentheses of its own: it ends at `/)`.
+        let end = match after.strip_prefix('/') {
+            Some(regex) => regex.find("/)").map_or(after.len(), |e| e + 2),
+            None => after.find(')').unwrap_or(after.len()),
+        };
         if !before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
             found.push(&after[..end]);
         }
@@ -93,9 +97,13 @@ fn every_filter_selects_by_module_or_binary_never_by_a_test_s_name() {
 #[test]
 fn the_guard_refuses_a_filter_that_names_a_test() {
     let predicates = test_predicates(
-        "binary_id(conform::it) & test(/^engine::a_hanging_tool/) | test(=pyagent::correct)",
+        "binary_id(conform::it) & test(/^engine::a_hanging_tool/) | test(=pyagent::correct) \
+         | not test(/(^|::)(heavy|alone)::/)",
     );
-    assert_eq!(predicates, ["/^engine::a_hanging_tool/", "=pyagent::correct"]);
+    assert_eq!(
+        predicates,
+        ["/^engine::a_hanging_tool/", "=pyagent::correct", "/(^|::)(heavy|alone)::/"]
+    );
     assert!(!selects_a_lane_module("^engine::a_hanging_tool"));
     assert!(selects_a_lane_module("^reftool_catalogue::heavy::"));
     assert!(selects_a_lane_module("(^|::)(heavy|alone)::"));
