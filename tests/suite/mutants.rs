@@ -30,9 +30,10 @@
 //!
 //! # Running rows
 //!
-//! The rows are slow, so nextest's default profile (the edit loop) leaves them out and its
-//! `ci` profile runs them (`.config/nextest.toml`, which also bounds how many run at once and
-//! starts the slowest first). Select rows with nextest's filters, e.g.
+//! The rows are slow: each is named under the module `heavy` (`heavy::reftool::correct`;
+//! `alone::pyagent::correct`, which runs with nothing beside it), so nextest's default profile
+//! (the edit loop) leaves them out and its `ci` profile runs them (`.config/nextest.toml`,
+//! which also bounds how many run at once). Select rows with nextest's filters, e.g.
 //!
 //! ```sh
 //! cargo nextest run --profile ci --test mutants reftool::correct reftool::env_beats_flag
