@@ -6,6 +6,8 @@
 
 use std::path::{Path, PathBuf};
 
+pub mod whole_run;
+
 /// The workspace root (where this crate's `Cargo.toml` is).
 pub fn workspace_root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))

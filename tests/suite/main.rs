@@ -3,6 +3,7 @@
 //! row, which a `#[test]` cannot.
 mod campaign;
 mod fixtures_paths;
+mod lanes;
 mod portable_snapshots;
 mod readme;
 mod references;

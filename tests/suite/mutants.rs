@@ -36,9 +36,10 @@
 //!
 //! # Running rows
 //!
-//! The rows are slow, so nextest's default profile (the edit loop) leaves them out and its
-//! `ci` profile runs them (`.config/nextest.toml`, which also bounds how many run at once and
-//! starts the slowest first). Select rows with nextest's filters, e.g.
+//! The rows are slow: each is named under the module `heavy` (`heavy::reftool::correct`;
+//! `alone::pyagent::correct`, which runs with nothing beside it), so nextest's default profile
+//! (the edit loop) leaves them out and its `ci` profile runs them (`.config/nextest.toml`,
+//! which also bounds how many run at once). Select rows with nextest's filters, e.g.
 //!
 //! ```sh
 //! cargo nextest run --profile ci --test mutants reftool::correct reftool::env_beats_flag
@@ -72,8 +73,11 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use conform_workspace::whole_run::{
+    REFTOOL_CONFORM_JOBS, first_attempt, reftool_whole_run, run_conform,
+};
 use conform_workspace::{workspace_bin, workspace_root};
 use fixtures_paths::absolute_fixtures;
 use libtest_mimic::{Arguments, Failed, Trial};
@@ -83,13 +87,10 @@ use reftool_faults::{FAULT_ENV, Fault};
 const FAULTY_REFTOOL: &str = "reftool-faulty";
 /// The name of the test that checks the rows' targets against the catalogue.
 const COVERAGE_TEST: &str = "coverage::every_scenario_is_the_target_of_a_reftool_fault";
-/// conform's parallelism within a run: reftool is native and mostly sleeps; pyagent pays a
-/// Python start-up per call, and more at once pushes its quick steps past conform's slack.
-const REFTOOL_CONFORM_JOBS: &str = "8";
+/// conform's parallelism within a run: reftool's is the whole run's (native, it mostly sleeps);
+/// pyagent pays a Python start-up per call, and more at once pushes its quick steps past
+/// conform's slack.
 const PYAGENT_CONFORM_JOBS: &str = "4";
-/// A bound on one conform run; conform bounds every step itself, this only keeps a broken
-/// harness from hanging the test.
-const RUN_LIMIT: Duration = Duration::from_secs(300);
 /// Set to `whole` to run the whole catalogue under every fault too, and print each fault's
 /// row with everything it failed (the targets are still asserted; only the correct rows and
 /// the coverage table are snapshots).
@@ -112,7 +113,7 @@ fn main() -> ExitCode {
     let arguments = Arguments::from_args();
     let mut trials = vec![Trial::test(COVERAGE_TEST, check_coverage)];
     trials.extend(
-        rows().into_iter().map(|row| Trial::test(row.test_name(), move || check_row(&row))),
+        rows().into_iter().map(|row| Trial::test(row.trial_name(), move || check_row(&row))),
     );
     libtest_mimic::run(&arguments, trials).exit_code()
 }
@@ -170,6 +171,11 @@ impl Tool {
             Tool::Pyagent => pyagent_dir().join("fixtures").join("conform.toml"),
         }
     }
+}
+
+/// A path as an argument.
+fn text_of(path: &Path) -> String {
+    path.to_str().expect("UTF-8 paths").to_owned()
 }
 
 fn pyagent_dir() -> PathBuf {
@@ -391,6 +397,18 @@ impl Row {
         format!("{}::{}", self.tool.name(), self.fault.unwrap_or("correct").replace('-', "_"))
     }
 
+    /// The row's test: its name under its lane's module, `heavy::reftool::env_beats_flag`, and
+    /// `alone::pyagent::correct`, whose Python start-ups beside the other rows let jobs end
+    /// before its cancels and status calls arrived (twice in CI): every row is a conform run
+    /// over a tool, out of the edit lane (`.config/nextest.toml`).
+    fn trial_name(&self) -> String {
+        let lane = match (self.tool, self.fault) {
+            (Tool::Pyagent, None) => "alone",
+            _ => "heavy",
+        };
+        format!("{lane}::{}", self.test_name())
+    }
+
     /// The row's snapshot: `mutants__<tool>__<fault>.snap`.
     fn snapshot_name(&self) -> String {
         self.test_name().replace("::", "__")
@@ -473,51 +491,37 @@ fn write_profile(row: &Row, dir: &Path) -> PathBuf {
     path
 }
 
-/// Runs conform on one row and parses its JSON report.
+/// Runs conform on one row and parses its JSON report. reftool's correct row reads the whole
+/// catalogue's run that the per-scenario cases of `reftool_catalogue.rs` read too
+/// ([`conform_workspace::whole_run`]), made once per test run; its retry runs its own.
 fn run_row(row: &Row) -> Outcome {
     let label = row.label();
-    let dir = tempfile::tempdir().unwrap();
-    let profile = write_profile(row, dir.path());
-    let report_path = dir.path().join("report.json");
-    let stderr_path = dir.path().join("stderr.txt");
-    let started = Instant::now();
-    let mut child = Command::new(workspace_bin("conform"))
-        .arg("run")
-        .arg(row.tool.binary(row.fault))
-        .arg("--profile")
-        .arg(&profile)
-        .args(["-j", row.tool.conform_jobs(), "--format", "json"])
+    let out = if row.tool == Tool::Reftool && row.fault.is_none() && first_attempt() {
+        reftool_whole_run()
+    } else {
+        let dir = tempfile::tempdir().unwrap();
+        let profile = write_profile(row, dir.path());
+        let mut args: Vec<String> = vec!["run".into(), text_of(&row.tool.binary(row.fault))];
+        args.extend(["--profile".into(), text_of(&profile)]);
+        args.extend(["-j", row.tool.conform_jobs(), "--format", "json"].map(str::to_owned));
         // pyagent's profile cannot name every role (no `failing` work, no second output
         // format for the argument order): those musts go unjudged, which is the profile's
         // gap, not a fault of the matrix's.
-        .args(row.tool.allows_unjudged().then_some("--allow-unjudged"))
-        .args(row.only_targets().iter().flat_map(|t| ["--only", t]))
-        .current_dir(dir.path())
-        .env_remove(FAULT_ENV)
-        .env_remove("PYAGENT_FAULT")
-        .stdin(Stdio::null())
-        .stdout(std::fs::File::create(&report_path).unwrap())
-        .stderr(std::fs::File::create(&stderr_path).unwrap())
-        .spawn()
-        .unwrap();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
+        if row.tool.allows_unjudged() {
+            args.push("--allow-unjudged".into());
         }
-        if started.elapsed() > RUN_LIMIT {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("conform on {label} ran longer than {RUN_LIMIT:?}");
+        for target in row.only_targets() {
+            args.extend(["--only".into(), (*target).to_owned()]);
         }
-        std::thread::sleep(Duration::from_millis(50));
+        run_conform(&args, dir.path())
     };
-    let elapsed = started.elapsed();
-    let stderr = std::fs::read_to_string(&stderr_path).unwrap_or_default();
     assert!(
-        matches!(status.code(), Some(CONFORM_PASSED | CONFORM_NOT_CONFORMANT)),
-        "conform on {label} ended with {status}:\n{stderr}"
+        matches!(out.code, Some(CONFORM_PASSED | CONFORM_NOT_CONFORMANT)),
+        "conform on {label} ended with {:?}:\n{}",
+        out.code,
+        out.stderr
     );
-    let text = std::fs::read_to_string(&report_path).unwrap();
+    let (elapsed, text) = (out.elapsed, out.stdout);
     let envelope: serde_json::Value = serde_json::from_str(&text)
         .unwrap_or_else(|e| panic!("conform's report for {label} is not JSON ({e}):\n{text}"));
     let mut outcome = Outcome { elapsed, report_bytes: text.len(), ..Outcome::default() };

@@ -66,7 +66,9 @@ fn without_a_profile_the_terminal_report_fits_forty_lines() {
     assert_eq!(stdout.matches(detach).count(), 1, "{stdout}");
 }
 
-mod page {
+/// The pages in a real browser: out of the edit lane (`.config/nextest.toml`), which has no
+/// browser to count on.
+mod heavy {
     use super::*;
 
     /// Where the artifacts go: `target/ci-artifacts/<what>`.
@@ -279,99 +281,108 @@ mod page {
         validate(&pages);
     }
 
-    /// reftool's whole catalogue with its profile: the terminal report fits a screen, and the
-    /// page of the whole run validates and renders; its size is kept beside it.
-    #[test]
-    fn reftool_s_whole_run_fits_a_screen_and_its_page_renders() {
-        let out_dir = artifacts("html");
-        let page = out_dir.join("reftool.html");
-        let reftool = workspace_bin("reftool");
-        let profile = workspace_root().join("reference-tool").join("conform.toml");
-        let out = conform(&[
-            "run".as_ref(),
-            reftool.as_os_str(),
-            "--profile".as_ref(),
-            profile.as_os_str(),
-            "-j".as_ref(),
-            "8".as_ref(),
-            "--html".as_ref(),
-            page.as_os_str(),
-        ]);
-        let stdout = text(&out.stdout);
-        assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
-        assert!(stdout.lines().count() <= 25, "{} lines:\n{stdout}", stdout.lines().count());
-        let size = std::fs::metadata(&page).unwrap().len();
-        std::fs::write(out_dir.join("reftool.size"), format!("{size} bytes\n")).unwrap();
-        // One page for the whole catalogue stays an artifact one opens: under 2 MB.
-        assert!(size < 2_000_000, "the page of the whole catalogue weighs {size} bytes");
-        validate(std::slice::from_ref(&page));
-        let shot = out_dir.join("reftool-summary.png");
-        if let Some(seen) =
-            in_browser(&page, &[("#summary", shot)], &["s-job-wait-holds-its-caller-to-the-budget"])
-        {
-            assert_eq!(seen["checks"]["failures"], 0, "{seen:#}");
-            assert!(seen["checks"]["pictures"].as_u64().unwrap() >= 90, "{seen:#}");
-        }
-    }
+    /// Whole runs (reftool's catalogue, the matrix of every implementation): alone in CI.
+    mod alone {
+        use super::*;
 
-    /// The matrix of this repository's implementations (`matrix.toml`), from real runs: every
-    /// page validates and renders, every cell links to a scenario of its run's page.
-    #[test]
-    fn the_matrix_of_this_repository_renders() {
-        let out_dir = artifacts("matrix");
-        // matrix.toml as it is, its paths made absolute, reftool this build's.
-        let shipped = workspace_root().join("matrix.toml");
-        let mut file: toml::Table =
-            toml::from_str(&std::fs::read_to_string(&shipped).unwrap()).unwrap();
-        for tool in file["tool"].as_array_mut().unwrap() {
-            let tool = tool.as_table_mut().unwrap();
-            for key in ["tool", "profile"] {
-                if let Some(path) = tool.get(key).and_then(|v| v.as_str()) {
-                    let absolute = match path.ends_with("/reftool") {
-                        true => workspace_bin("reftool"),
-                        false => workspace_root().join(path),
-                    };
-                    tool.insert(key.into(), absolute.to_str().unwrap().into());
+        /// reftool's whole catalogue with its profile: the terminal report fits a screen, and the
+        /// page of the whole run validates and renders; its size is kept beside it.
+        #[test]
+        fn reftool_s_whole_run_fits_a_screen_and_its_page_renders() {
+            let out_dir = artifacts("html");
+            let page = out_dir.join("reftool.html");
+            let reftool = workspace_bin("reftool");
+            let profile = workspace_root().join("reference-tool").join("conform.toml");
+            let out = conform(&[
+                "run".as_ref(),
+                reftool.as_os_str(),
+                "--profile".as_ref(),
+                profile.as_os_str(),
+                "-j".as_ref(),
+                "8".as_ref(),
+                "--html".as_ref(),
+                page.as_os_str(),
+            ]);
+            let stdout = text(&out.stdout);
+            assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+            assert!(stdout.lines().count() <= 25, "{} lines:\n{stdout}", stdout.lines().count());
+            let size = std::fs::metadata(&page).unwrap().len();
+            std::fs::write(out_dir.join("reftool.size"), format!("{size} bytes\n")).unwrap();
+            // One page for the whole catalogue stays an artifact one opens: under 2 MB.
+            assert!(size < 2_000_000, "the page of the whole catalogue weighs {size} bytes");
+            validate(std::slice::from_ref(&page));
+            let shot = out_dir.join("reftool-summary.png");
+            if let Some(seen) = in_browser(
+                &page,
+                &[("#summary", shot)],
+                &["s-job-wait-holds-its-caller-to-the-budget"],
+            ) {
+                assert_eq!(seen["checks"]["failures"], 0, "{seen:#}");
+                assert!(seen["checks"]["pictures"].as_u64().unwrap() >= 90, "{seen:#}");
+            }
+        }
+
+        /// The matrix of this repository's implementations (`matrix.toml`), from real runs: every
+        /// page validates and renders, every cell links to a scenario of its run's page.
+        #[test]
+        fn the_matrix_of_this_repository_renders() {
+            let out_dir = artifacts("matrix");
+            // matrix.toml as it is, its paths made absolute, reftool this build's.
+            let shipped = workspace_root().join("matrix.toml");
+            let mut file: toml::Table =
+                toml::from_str(&std::fs::read_to_string(&shipped).unwrap()).unwrap();
+            for tool in file["tool"].as_array_mut().unwrap() {
+                let tool = tool.as_table_mut().unwrap();
+                for key in ["tool", "profile"] {
+                    if let Some(path) = tool.get(key).and_then(|v| v.as_str()) {
+                        let absolute = match path.ends_with("/reftool") {
+                            true => workspace_bin("reftool"),
+                            false => workspace_root().join(path),
+                        };
+                        tool.insert(key.into(), absolute.to_str().unwrap().into());
+                    }
+                }
+                if let Some(dirs) = tool.get_mut("path").and_then(|v| v.as_array_mut()) {
+                    for dir in dirs {
+                        *dir =
+                            workspace_root().join(dir.as_str().unwrap()).to_str().unwrap().into();
+                    }
                 }
             }
-            if let Some(dirs) = tool.get_mut("path").and_then(|v| v.as_array_mut()) {
-                for dir in dirs {
-                    *dir = workspace_root().join(dir.as_str().unwrap()).to_str().unwrap().into();
+            let dir = tempfile::tempdir().unwrap();
+            let matrix = dir.path().join("matrix.toml");
+            std::fs::write(&matrix, toml::to_string(&file).unwrap()).unwrap();
+            let mut command = Command::new(workspace_bin("conform"));
+            command.arg("matrix").arg(&matrix).arg("--html").arg(&out_dir);
+            for name in CALLER_ENV {
+                command.env_remove(name);
+            }
+            let out = command.output().unwrap();
+            assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+            let index = out_dir.join("index.html");
+            let html = std::fs::read_to_string(&index).unwrap();
+            let mut pages = vec![index.clone()];
+            for name in ["reftool", "pyagent", "notes-foreign-framework", "kit-good"] {
+                let page = out_dir.join(format!("{name}.html"));
+                let text = std::fs::read_to_string(&page).unwrap();
+                for link in html.split(&format!("<a href=\"{name}.html#")).skip(1) {
+                    let anchor = &link[..link.find('"').unwrap()];
+                    assert!(text.contains(&format!("id=\"{anchor}\"")), "{name}.html#{anchor}");
                 }
+                pages.push(page);
             }
-        }
-        let dir = tempfile::tempdir().unwrap();
-        let matrix = dir.path().join("matrix.toml");
-        std::fs::write(&matrix, toml::to_string(&file).unwrap()).unwrap();
-        let mut command = Command::new(workspace_bin("conform"));
-        command.arg("matrix").arg(&matrix).arg("--html").arg(&out_dir);
-        for name in CALLER_ENV {
-            command.env_remove(name);
-        }
-        let out = command.output().unwrap();
-        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-        let index = out_dir.join("index.html");
-        let html = std::fs::read_to_string(&index).unwrap();
-        let mut pages = vec![index.clone()];
-        for name in ["reftool", "pyagent", "notes-foreign-framework", "kit-good"] {
-            let page = out_dir.join(format!("{name}.html"));
-            let text = std::fs::read_to_string(&page).unwrap();
-            for link in html.split(&format!("<a href=\"{name}.html#")).skip(1) {
-                let anchor = &link[..link.find('"').unwrap()];
-                assert!(text.contains(&format!("id=\"{anchor}\"")), "{name}.html#{anchor}");
+            // reftool passes everything it is asked.
+            assert!(!html.contains("no report"), "{html}");
+            validate(&pages);
+            let shot = out_dir.join("index.png");
+            let top = out_dir.join("index-top.png");
+            let reveal = ["s-job-wait-holds-its-caller-to-the-budget"];
+            if let Some(seen) = in_browser_with(&index, &[("table.matrix", shot)], &[], Some(&top))
+            {
+                assert!(seen["checks"]["matrixCells"].as_u64().unwrap() > 300, "{seen:#}");
+                // A cell's link opens the scenario folded in its run's page.
+                in_browser(&out_dir.join("reftool.html"), &[], &reveal);
             }
-            pages.push(page);
-        }
-        // reftool passes everything it is asked.
-        assert!(!html.contains("no report"), "{html}");
-        validate(&pages);
-        let shot = out_dir.join("index.png");
-        let top = out_dir.join("index-top.png");
-        let reveal = ["s-job-wait-holds-its-caller-to-the-budget"];
-        if let Some(seen) = in_browser_with(&index, &[("table.matrix", shot)], &[], Some(&top)) {
-            assert!(seen["checks"]["matrixCells"].as_u64().unwrap() > 300, "{seen:#}");
-            // A cell's link opens the scenario folded in its run's page.
-            in_browser(&out_dir.join("reftool.html"), &[], &reveal);
         }
     }
 }

@@ -178,78 +178,6 @@ fn keep_sandboxes_keeps_each_scenario_directory() {
     assert!(std::path::Path::new(kept[0]).join("work").is_dir(), "{stderr}");
 }
 
-/// Ctrl-C to conform stops the tool's processes (which live in their own process groups and
-/// never see the terminal's signal), removes the sandboxes, and still answers an agent that
-/// parses stdout: one envelope, exit 130, `CANCELLED`, the report of what finished marked
-/// partial (the JUnit file too).
-#[test]
-fn an_interrupted_run_leaves_nothing_behind() {
-    let dir = tempfile::tempdir().unwrap();
-    let tmp = dir.path().join("tmp");
-    std::fs::create_dir(&tmp).unwrap();
-    let tool = dir.path().join("hang");
-    let pids = dir.path().join("pids");
-    // It answers its manifest (a tool that hangs there would only be judged by its headline)
-    // and hangs on every other call.
-    crate::support::write_executable(
-        &tool,
-        format!(
-            "#!/bin/sh\n[ \"$1\" = manifest ] && exec '{}' manifest\necho $$ >> '{}'\nexec sleep 600\n",
-            crate::support::faketool().display(),
-            pids.display()
-        ),
-    );
-    let mut child = conform()
-        .current_dir(dir.path())
-        .env("TMPDIR", &tmp)
-        .arg("run")
-        .arg(&tool)
-        .args(["--format", "json", "--junit"])
-        .arg(dir.path().join("junit.xml"))
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Wait until a scenario's step runs the tool (and hangs in it).
-    let started = || std::fs::read_to_string(&pids).map_or(0, |t| t.lines().count());
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(40);
-    while started() < 1 && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    assert!(started() >= 1, "no scenario ran the tool");
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap()),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
-    let mut stdout = String::new();
-    std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut stdout).unwrap();
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(130));
-    let mut stderr = String::new();
-    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
-    assert!(stderr.contains("interrupted"), "{stderr}");
-    let envelope: serde_json::Value = serde_json::from_str(&stdout).expect("one JSON envelope");
-    assert_eq!(envelope["ok"], false);
-    assert_eq!(envelope["meta"]["exit_code"], 130);
-    assert_eq!(envelope["error"]["code"], "CANCELLED", "{envelope:#}");
-    assert_eq!(envelope["data"]["partial"], true);
-    let unfinished = envelope["data"]["scenarios"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|s| s["reason"] == "not finished: conform was interrupted")
-        .count();
-    assert!(unfinished >= 1, "{envelope:#}");
-    let junit = std::fs::read_to_string(dir.path().join("junit.xml")).unwrap();
-    assert!(junit.contains(r#"name="partial" value="true""#), "{junit}");
-    for pid in std::fs::read_to_string(&pids).unwrap().lines() {
-        assert!(!crate::support::alive(pid), "process {pid} survived");
-    }
-    let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().collect();
-    assert!(left.is_empty(), "sandboxes left behind: {left:?}");
-}
-
 #[test]
 fn init_drafts_a_valid_profile_from_the_manifest() {
     let dir = tempfile::tempdir().unwrap();
@@ -427,4 +355,81 @@ fn manual_without_a_topic_lists_them_and_an_unknown_one_is_arg_error() {
     assert!(envelope["error"]["message"].as_str().unwrap().contains("scenarios"));
     let out = conform().args(["manual", "profile", "--format", "json"]).output().unwrap();
     assert_eq!(stdout_json(&out)["data"]["topic"], "profile");
+}
+
+/// Out of the edit lane (`.config/nextest.toml`): these wait out timeouts or run conform over whole tools.
+mod heavy {
+    use super::*;
+
+    /// Ctrl-C to conform stops the tool's processes (which live in their own process groups and
+    /// never see the terminal's signal), removes the sandboxes, and still answers an agent that
+    /// parses stdout: one envelope, exit 130, `CANCELLED`, the report of what finished marked
+    /// partial (the JUnit file too).
+    #[test]
+    fn an_interrupted_run_leaves_nothing_behind() {
+        let dir = tempfile::tempdir().unwrap();
+        let tmp = dir.path().join("tmp");
+        std::fs::create_dir(&tmp).unwrap();
+        let tool = dir.path().join("hang");
+        let pids = dir.path().join("pids");
+        // It answers its manifest (a tool that hangs there would only be judged by its headline)
+        // and hangs on every other call.
+        crate::support::write_executable(
+            &tool,
+            format!(
+                "#!/bin/sh\n[ \"$1\" = manifest ] && exec '{}' manifest\necho $$ >> '{}'\nexec sleep 600\n",
+                crate::support::faketool().display(),
+                pids.display()
+            ),
+        );
+        let mut child = conform()
+            .current_dir(dir.path())
+            .env("TMPDIR", &tmp)
+            .arg("run")
+            .arg(&tool)
+            .args(["--format", "json", "--junit"])
+            .arg(dir.path().join("junit.xml"))
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Wait until a scenario's step runs the tool (and hangs in it).
+        let started = || std::fs::read_to_string(&pids).map_or(0, |t| t.lines().count());
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(40);
+        while started() < 1 && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        assert!(started() >= 1, "no scenario ran the tool");
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap()),
+            nix::sys::signal::Signal::SIGINT,
+        )
+        .unwrap();
+        let mut stdout = String::new();
+        std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut stdout).unwrap();
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(130));
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+        assert!(stderr.contains("interrupted"), "{stderr}");
+        let envelope: serde_json::Value = serde_json::from_str(&stdout).expect("one JSON envelope");
+        assert_eq!(envelope["ok"], false);
+        assert_eq!(envelope["meta"]["exit_code"], 130);
+        assert_eq!(envelope["error"]["code"], "CANCELLED", "{envelope:#}");
+        assert_eq!(envelope["data"]["partial"], true);
+        let unfinished = envelope["data"]["scenarios"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| s["reason"] == "not finished: conform was interrupted")
+            .count();
+        assert!(unfinished >= 1, "{envelope:#}");
+        let junit = std::fs::read_to_string(dir.path().join("junit.xml")).unwrap();
+        assert!(junit.contains(r#"name="partial" value="true""#), "{junit}");
+        for pid in std::fs::read_to_string(&pids).unwrap().lines() {
+            assert!(!crate::support::alive(pid), "process {pid} survived");
+        }
+        let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().collect();
+        assert!(left.is_empty(), "sandboxes left behind: {left:?}");
+    }
 }

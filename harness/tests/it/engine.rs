@@ -81,30 +81,6 @@ fn without_a_profile_the_quick_checks_run_and_pass() {
     );
 }
 
-#[test]
-fn role_scenarios_pass_with_a_profile() {
-    let dir = tempfile::tempdir().unwrap();
-    let profile = fake_profile(dir.path(), "");
-    let (code, report) = run_json(
-        &["--only", "resume_reader", "--only", "kit", "-j", "2", "--allow-unjudged"],
-        Some(&profile),
-    );
-    assert_eq!(code, 0, "{report:#}");
-    for id in [
-        "paused-continue-is-the-original-invocation",
-        "progress-never-decreases",
-        "read-probes-end-with-stdin-closed",
-        "read-probes-end-with-stdin-open",
-        "read-probes-keep-ansi-off-stdout",
-        "no-color-is-honoured",
-        "invalid-probes-are-arg-errors",
-        "destructive-refuses-unconfirmed",
-        "dry-run-previews",
-    ] {
-        assert_eq!(status_of(&report, id), "pass", "{id}: {report:#}");
-    }
-}
-
 /// A plain command that takes `--budget` fails the behaviour (a `must`, so the run is not
 /// conformant) and the listing (a `should`).
 #[test]
@@ -129,50 +105,10 @@ fn a_plain_command_taking_budget_is_caught_by_its_behaviour() {
     );
 }
 
-/// A failed `should` alone leaves the run conformant; the strict gate, from the command line or
-/// from the profile's `[gate]`, makes it NOT_CONFORMANT (80) and says why.
-#[test]
-fn the_strict_gate_fails_a_run_on_a_failed_should() {
-    let dir = tempfile::tempdir().unwrap();
-    let profile = fake_profile(dir.path(), ", FAKETOOL_FAULT = \"budget-flag-on-plain\"");
-    let id = "budget-flag-listed-where-interruptible";
-    let (code, report) = run_json(&["--only", id], Some(&profile));
-    assert_eq!((code, status_of(&report, id)), (0, "fail"), "{report:#}");
-    assert_eq!(report["data"]["strict"], false);
-    let (code, report) = run_json(&["--only", id, "--strict"], Some(&profile));
-    assert_eq!(code, 80, "{report:#}");
-    assert_eq!(
-        (report["data"]["strict"].clone(), report["data"]["conformant"].clone()),
-        (true.into(), false.into())
-    );
-    let text = std::fs::read_to_string(&profile).unwrap();
-    std::fs::write(&profile, format!("[gate]\nstrict = true\n\n{text}")).unwrap();
-    let (code, _) = run_json(&["--only", id], Some(&profile));
-    assert_eq!(code, 80);
-    let cwd = tempfile::tempdir().unwrap();
-    let human = conform()
-        .arg("run")
-        .arg(faketool())
-        .args(["--only", id, "--profile"])
-        .arg(&profile)
-        .current_dir(cwd.path())
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&human.stdout);
-    assert!(text.contains("NOT CONFORMANT under the strict gate (a `should` failed)"), "{text}");
-}
-
 /// Every planted fault fails the run (NOT_CONFORMANT 80) through the scenario meant for it.
 #[rstest]
 #[case::unknown_flag("unknown-flag-exit-1", "unknown-flag-is-arg-error", "exit-code")]
 #[case::budget_env("budget-env-on-plain", "plain-command-ignores-budget-env", "json-pointer")]
-#[case::progress("progress-backwards", "progress-never-decreases", "progress-monotonic")]
-#[case::final_response(
-    "lost-final",
-    "paused-continue-is-the-original-invocation",
-    "calibrated-equality"
-)]
-#[case::leak("leak-on-manifest", "manifest-valid", "leaked-process")]
 #[case::ansi("ansi-on-stdout", "read-probes-keep-ansi-off-stdout", "ansi")]
 #[case::not_verbatim(
     "continue-not-verbatim",
@@ -182,34 +118,17 @@ fn the_strict_gate_fails_a_run_on_a_failed_should() {
 #[case::invalid_probe("unknown-flag-exit-1", "invalid-probes-are-arg-errors", "exit-code")]
 #[case::unconfirmed("wipe-unconfirmed", "destructive-refuses-unconfirmed", "exit-code")]
 fn a_planted_fault_is_caught(#[case] fault: &str, #[case] scenario: &str, #[case] check: &str) {
+    planted_fault_is_caught(fault, scenario, check);
+}
+
+/// conform run against faketool with `fault`: `scenario` fails with a `check` finding.
+fn planted_fault_is_caught(fault: &str, scenario: &str, check: &str) {
     let dir = tempfile::tempdir().unwrap();
     let profile = fake_profile(dir.path(), &format!(", FAKETOOL_FAULT = \"{fault}\""));
     let (code, report) = run_json(&["--only", scenario], Some(&profile));
     assert_eq!(code, 80, "{report:#}");
     assert_eq!(status_of(&report, scenario), "fail");
     assert!(findings_of(&report, scenario).contains(&check), "{report:#}");
-}
-
-#[test]
-fn calibration_runs_once_per_role_even_in_parallel() {
-    let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("calls.log");
-    let profile = fake_profile(dir.path(), &format!(", FAKETOOL_LOG = \"{}\"", log.display()));
-    // Three scenarios of the role that never run `--budget 0` themselves, so every such call
-    // in the log is a calibration.
-    let only = [
-        "--only",
-        "paused-continue-is-the-original-invocation",
-        "--only",
-        "progress-never-decreases",
-        "--only",
-        "resume-only-pauses-within-budget",
-    ];
-    let (code, _) = run_json(&[&only[..], &["-j", "3"]].concat(), Some(&profile));
-    assert_eq!(code, 0);
-    let calls = std::fs::read_to_string(&log).unwrap();
-    let calibrations = calls.lines().filter(|l| l.ends_with("--budget\t0")).count();
-    assert_eq!(calibrations, 1, "{calls}");
 }
 
 #[test]
@@ -318,128 +237,11 @@ fn a_destructive_command_outside_the_profile_is_never_run() {
     assert!(calls.contains("manifest"), "discovery must have run: {calls:?}");
 }
 
-/// A tool that never answers is bounded: the step is killed at its limit, reported as a
-/// timeout, and nothing of it is left running.
-#[test]
-fn a_hanging_tool_is_bounded_and_reported() {
-    let dir = tempfile::tempdir().unwrap();
-    let tool = dir.path().join("hang");
-    let pids = dir.path().join("pids");
-    crate::support::write_executable(
-        &tool,
-        format!("#!/bin/sh\necho $$ >> '{}'\nexec sleep 600\n", pids.display()),
-    );
-    let started = std::time::Instant::now();
-    let out = conform()
-        .current_dir(dir.path())
-        .arg("run")
-        .arg(&tool)
-        .args(["--only", "manifest-valid", "--format", "json"])
-        .output()
-        .unwrap();
-    assert!(started.elapsed() < std::time::Duration::from_secs(60), "{:?}", started.elapsed());
-    assert_eq!(code(&out), 80);
-    let report = stdout_json(&out);
-    assert!(findings_of(&report, "manifest-valid").contains(&"timeout"), "{report:#}");
-    for pid in std::fs::read_to_string(&pids).unwrap().lines() {
-        assert!(!crate::support::alive(pid), "process {pid} survived");
-    }
-}
-
-/// The fake tool names its checkpoints by their work (`count-0010`), as a counter would: the
-/// id check must see that a second job's id is the first one's.
-#[test]
-fn predictable_job_ids_are_caught() {
-    let (_dir, path) = profile_with(
-        "[tool]\nenv = { FAKETOOL_PACE_MS = \"150\" }\n[roles.detach]\nargv = [\"count\", \"--units\", \"10\"]\n",
-    );
-    let (code, report) = run_json(&["--only", "job-ids-are-not-guessable"], Some(&path));
-    // The fake tool declares no `detach: true` command, so a `detach` role on its resumable
-    // `count` judges nothing: the scenario does not apply (the id check itself is proven by
-    // reftool's `clock-job-ids` row of the mutant matrix).
-    assert_eq!(code, 0, "{report:#}");
-    assert_eq!(status_of(&report, "job-ids-are-not-guessable"), "skip", "{report:#}");
-    let reason = reason_of(&report, "job-ids-are-not-guessable");
-    assert!(reason.starts_with("not applicable: no command of the manifest declares"), "{reason}");
-}
-
 /// pyagent, the independent Python implementation in the workspace's fixtures.
 fn pyagent() -> (std::path::PathBuf, std::path::PathBuf) {
     let root =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/tools/pyagent");
     (root.join("pyagent.py"), root.join("fixtures/conform.toml"))
-}
-
-/// The detach scenarios (kill of the worker, of the caller's group, concurrent copies, pipes,
-/// cancels, instances) against a real detaching tool written apart from conform; then the same
-/// with the tool's worker holding the caller's stdout, which the pipes check must catch.
-#[test]
-fn the_detach_scenarios_pass_on_an_independent_implementation_and_catch_held_pipes() {
-    let (tool, profile) = pyagent();
-    let out = conform()
-        .arg("run")
-        .arg(&tool)
-        .arg("--profile")
-        .arg(&profile)
-        // Its profile has no `failing` role: that must goes unjudged, accepted here.
-        .args(["--only", "REQ-F-081", "-j", "2", "--allow-unjudged", "--format", "json"])
-        .output()
-        .unwrap();
-    let report = stdout_json(&out);
-    assert_eq!(code(&out), 0, "{report:#}");
-    let passed = report["data"]["counts"]["pass"].as_u64().unwrap();
-    assert!(passed >= 10, "only {passed} passed: {report:#}");
-
-    let dir = tempfile::tempdir().unwrap();
-    let faulty = dir.path().join("conform.toml");
-    let text = std::fs::read_to_string(&profile)
-        .unwrap()
-        .replace("[tool.env]\n", "[tool.env]\nPYAGENT_FAULT = \"pipes-held\"\n");
-    assert!(text.contains("pipes-held"), "the profile's [tool.env] table moved");
-    std::fs::write(&faulty, text).unwrap();
-    // Its fixtures are relative to the profile: bring every one of them along.
-    for entry in std::fs::read_dir(profile.parent().unwrap()).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_file() && path.file_name() != profile.file_name() {
-            std::fs::copy(&path, dir.path().join(path.file_name().unwrap())).unwrap();
-        }
-    }
-    let out = conform()
-        .arg("run")
-        .arg(&tool)
-        .arg("--profile")
-        .arg(&faulty)
-        .args(["--only", "pipes-released-on-handoff", "--format", "json"])
-        .output()
-        .unwrap();
-    let report = stdout_json(&out);
-    assert_eq!(code(&out), 80, "{report:#}");
-    assert_eq!(findings_of(&report, "pipes-released-on-handoff"), ["pipes-released"]);
-}
-
-/// A criterion whose premise the run did not meet is skipped, not failed: a `count` whose
-/// start-up eats its whole first budget pauses at 0 done, so whether the cancel discarded the
-/// checkpoint (progress restarting below the first call's) cannot be seen. The same scenario
-/// passes when the first call made progress (`role_scenarios_pass_with_a_profile`'s run).
-#[test]
-fn a_premise_the_run_did_not_meet_skips_the_scenario_with_the_reason() {
-    let dir = tempfile::tempdir().unwrap();
-    // Two seconds eat the first call's budget (about 0.8 s) but stay within what a call may
-    // hold its caller (the budget, the next checkpoint, the start-up and the slack: about
-    // 3.9 s), so the pause at 0 done is legal and only the premise is missed.
-    let profile = fake_profile(dir.path(), ", FAKETOOL_BUDGETED_START_MS = \"2000\"");
-    let id = "paused-cancel-discards-the-checkpoint";
-    let (code, report) = run_json(&["--only", id], Some(&profile));
-    assert_eq!(status_of(&report, id), "skip", "{report:#}");
-    let reason = reason_of(&report, id);
-    assert!(reason.starts_with("premise not met at step `call`"), "{reason}");
-    assert!(reason.contains("/data/progress/done"), "{reason}");
-    // The premise was not met alone either (the start-up eats the budget every time): no
-    // failure, but a must the run could not judge, which the profile can fix (more work).
-    assert_eq!(code, 82, "a skip is no failure, and no green run: {report:#}");
-    let scenario = report["data"]["scenarios"].as_array().unwrap().iter().find(|s| s["id"] == id);
-    assert_eq!(scenario.unwrap()["first_run"]["status"], "skip", "{report:#}");
-    assert_eq!(report["data"]["confirmation"]["rerun_for_premise"][0], id);
 }
 
 /// Every process a scenario runs is placed on the scenario's timeline: when it started, from
@@ -482,4 +284,230 @@ fn each_call_is_placed_on_the_scenario_s_timeline() {
     let flag = argv.iter().position(|w| *w == "--budget").unwrap();
     assert_eq!(format!("{}ms", call["budget_ms"]), argv[flag + 1], "{call:#}");
     assert!(call["may_hold_ms"].as_u64().unwrap() > call["budget_ms"].as_u64().unwrap());
+}
+
+/// Out of the edit lane (`.config/nextest.toml`): these wait out timeouts or run conform over whole tools.
+mod heavy {
+    use super::*;
+
+    /// The planted faults whose scenarios wait on paced work or a leak's grace.
+    #[rstest]
+    #[case::progress("progress-backwards", "progress-never-decreases", "progress-monotonic")]
+    #[case::final_response(
+        "lost-final",
+        "paused-continue-is-the-original-invocation",
+        "calibrated-equality"
+    )]
+    #[case::leak("leak-on-manifest", "manifest-valid", "leaked-process")]
+    fn a_planted_fault_is_caught(#[case] fault: &str, #[case] scenario: &str, #[case] check: &str) {
+        planted_fault_is_caught(fault, scenario, check);
+    }
+
+    /// A tool that never answers is bounded: the step is killed at its limit, reported as a
+    /// timeout, and nothing of it is left running.
+    #[test]
+    fn a_hanging_tool_is_bounded_and_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let tool = dir.path().join("hang");
+        let pids = dir.path().join("pids");
+        crate::support::write_executable(
+            &tool,
+            format!("#!/bin/sh\necho $$ >> '{}'\nexec sleep 600\n", pids.display()),
+        );
+        let started = std::time::Instant::now();
+        let out = conform()
+            .current_dir(dir.path())
+            .arg("run")
+            .arg(&tool)
+            .args(["--only", "manifest-valid", "--format", "json"])
+            .output()
+            .unwrap();
+        assert!(started.elapsed() < std::time::Duration::from_secs(60), "{:?}", started.elapsed());
+        assert_eq!(code(&out), 80);
+        let report = stdout_json(&out);
+        assert!(findings_of(&report, "manifest-valid").contains(&"timeout"), "{report:#}");
+        for pid in std::fs::read_to_string(&pids).unwrap().lines() {
+            assert!(!crate::support::alive(pid), "process {pid} survived");
+        }
+    }
+
+    #[test]
+    fn role_scenarios_pass_with_a_profile() {
+        let dir = tempfile::tempdir().unwrap();
+        let profile = fake_profile(dir.path(), "");
+        let (code, report) = run_json(
+            &["--only", "resume_reader", "--only", "kit", "-j", "2", "--allow-unjudged"],
+            Some(&profile),
+        );
+        assert_eq!(code, 0, "{report:#}");
+        for id in [
+            "paused-continue-is-the-original-invocation",
+            "progress-never-decreases",
+            "read-probes-end-with-stdin-closed",
+            "read-probes-end-with-stdin-open",
+            "read-probes-keep-ansi-off-stdout",
+            "no-color-is-honoured",
+            "invalid-probes-are-arg-errors",
+            "destructive-refuses-unconfirmed",
+            "dry-run-previews",
+        ] {
+            assert_eq!(status_of(&report, id), "pass", "{id}: {report:#}");
+        }
+    }
+
+    #[test]
+    fn calibration_runs_once_per_role_even_in_parallel() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("calls.log");
+        let profile = fake_profile(dir.path(), &format!(", FAKETOOL_LOG = \"{}\"", log.display()));
+        // Three scenarios of the role that never run `--budget 0` themselves, so every such call
+        // in the log is a calibration.
+        let only = [
+            "--only",
+            "paused-continue-is-the-original-invocation",
+            "--only",
+            "progress-never-decreases",
+            "--only",
+            "resume-only-pauses-within-budget",
+        ];
+        let (code, _) = run_json(&[&only[..], &["-j", "3"]].concat(), Some(&profile));
+        assert_eq!(code, 0);
+        let calls = std::fs::read_to_string(&log).unwrap();
+        let calibrations = calls.lines().filter(|l| l.ends_with("--budget\t0")).count();
+        assert_eq!(calibrations, 1, "{calls}");
+    }
+
+    /// The fake tool names its checkpoints by their work (`count-0010`), as a counter would: the
+    /// id check must see that a second job's id is the first one's.
+    #[test]
+    fn predictable_job_ids_are_caught() {
+        let (_dir, path) = profile_with(
+            "[tool]\nenv = { FAKETOOL_PACE_MS = \"150\" }\n[roles.detach]\nargv = [\"count\", \"--units\", \"10\"]\n",
+        );
+        let (code, report) = run_json(&["--only", "job-ids-are-not-guessable"], Some(&path));
+        // The fake tool declares no `detach: true` command, so a `detach` role on its resumable
+        // `count` judges nothing: the scenario does not apply (the id check itself is proven by
+        // reftool's `clock-job-ids` row of the mutant matrix).
+        assert_eq!(code, 0, "{report:#}");
+        assert_eq!(status_of(&report, "job-ids-are-not-guessable"), "skip", "{report:#}");
+        let reason = reason_of(&report, "job-ids-are-not-guessable");
+        assert!(
+            reason.starts_with("not applicable: no command of the manifest declares"),
+            "{reason}"
+        );
+    }
+
+    /// A criterion whose premise the run did not meet is skipped, not failed: a `count` whose
+    /// start-up eats its whole first budget pauses at 0 done, so whether the cancel discarded the
+    /// checkpoint (progress restarting below the first call's) cannot be seen. The same scenario
+    /// passes when the first call made progress (`role_scenarios_pass_with_a_profile`'s run).
+    #[test]
+    fn a_premise_the_run_did_not_meet_skips_the_scenario_with_the_reason() {
+        let dir = tempfile::tempdir().unwrap();
+        // Two seconds eat the first call's budget (about 0.8 s) but stay within what a call may
+        // hold its caller (the budget, the next checkpoint, the start-up and the slack: about
+        // 3.9 s), so the pause at 0 done is legal and only the premise is missed.
+        let profile = fake_profile(dir.path(), ", FAKETOOL_BUDGETED_START_MS = \"2000\"");
+        let id = "paused-cancel-discards-the-checkpoint";
+        let (code, report) = run_json(&["--only", id], Some(&profile));
+        assert_eq!(status_of(&report, id), "skip", "{report:#}");
+        let reason = reason_of(&report, id);
+        assert!(reason.starts_with("premise not met at step `call`"), "{reason}");
+        assert!(reason.contains("/data/progress/done"), "{reason}");
+        // The premise was not met alone either (the start-up eats the budget every time): no
+        // failure, but a must the run could not judge, which the profile can fix (more work).
+        assert_eq!(code, 82, "a skip is no failure, and no green run: {report:#}");
+        let scenario =
+            report["data"]["scenarios"].as_array().unwrap().iter().find(|s| s["id"] == id);
+        assert_eq!(scenario.unwrap()["first_run"]["status"], "skip", "{report:#}");
+        assert_eq!(report["data"]["confirmation"]["rerun_for_premise"][0], id);
+    }
+
+    /// A failed `should` alone leaves the run conformant; the strict gate, from the command line or
+    /// from the profile's `[gate]`, makes it NOT_CONFORMANT (80) and says why.
+    #[test]
+    fn the_strict_gate_fails_a_run_on_a_failed_should() {
+        let dir = tempfile::tempdir().unwrap();
+        let profile = fake_profile(dir.path(), ", FAKETOOL_FAULT = \"budget-flag-on-plain\"");
+        let id = "budget-flag-listed-where-interruptible";
+        let (code, report) = run_json(&["--only", id], Some(&profile));
+        assert_eq!((code, status_of(&report, id)), (0, "fail"), "{report:#}");
+        assert_eq!(report["data"]["strict"], false);
+        let (code, report) = run_json(&["--only", id, "--strict"], Some(&profile));
+        assert_eq!(code, 80, "{report:#}");
+        assert_eq!(
+            (report["data"]["strict"].clone(), report["data"]["conformant"].clone()),
+            (true.into(), false.into())
+        );
+        let text = std::fs::read_to_string(&profile).unwrap();
+        std::fs::write(&profile, format!("[gate]\nstrict = true\n\n{text}")).unwrap();
+        let (code, _) = run_json(&["--only", id], Some(&profile));
+        assert_eq!(code, 80);
+        let cwd = tempfile::tempdir().unwrap();
+        let human = conform()
+            .arg("run")
+            .arg(faketool())
+            .args(["--only", id, "--profile"])
+            .arg(&profile)
+            .current_dir(cwd.path())
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&human.stdout);
+        assert!(
+            text.contains("NOT CONFORMANT under the strict gate (a `should` failed)"),
+            "{text}"
+        );
+    }
+}
+
+/// Out of the edit lane, and alone in CI: they load the machine, or time a tool that the load of other tests would stretch.
+mod alone {
+    use super::*;
+
+    /// The detach scenarios (kill of the worker, of the caller's group, concurrent copies, pipes,
+    /// cancels, instances) against a real detaching tool written apart from conform; then the same
+    /// with the tool's worker holding the caller's stdout, which the pipes check must catch.
+    #[test]
+    fn the_detach_scenarios_pass_on_an_independent_implementation_and_catch_held_pipes() {
+        let (tool, profile) = pyagent();
+        let out = conform()
+            .arg("run")
+            .arg(&tool)
+            .arg("--profile")
+            .arg(&profile)
+            // Its profile has no `failing` role: that must goes unjudged, accepted here.
+            .args(["--only", "REQ-F-081", "-j", "2", "--allow-unjudged", "--format", "json"])
+            .output()
+            .unwrap();
+        let report = stdout_json(&out);
+        assert_eq!(code(&out), 0, "{report:#}");
+        let passed = report["data"]["counts"]["pass"].as_u64().unwrap();
+        assert!(passed >= 10, "only {passed} passed: {report:#}");
+
+        let dir = tempfile::tempdir().unwrap();
+        let faulty = dir.path().join("conform.toml");
+        let text = std::fs::read_to_string(&profile)
+            .unwrap()
+            .replace("[tool.env]\n", "[tool.env]\nPYAGENT_FAULT = \"pipes-held\"\n");
+        assert!(text.contains("pipes-held"), "the profile's [tool.env] table moved");
+        std::fs::write(&faulty, text).unwrap();
+        // Its fixtures are relative to the profile: bring every one of them along.
+        for entry in std::fs::read_dir(profile.parent().unwrap()).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_file() && path.file_name() != profile.file_name() {
+                std::fs::copy(&path, dir.path().join(path.file_name().unwrap())).unwrap();
+            }
+        }
+        let out = conform()
+            .arg("run")
+            .arg(&tool)
+            .arg("--profile")
+            .arg(&faulty)
+            .args(["--only", "pipes-released-on-handoff", "--format", "json"])
+            .output()
+            .unwrap();
+        let report = stdout_json(&out);
+        assert_eq!(code(&out), 80, "{report:#}");
+        assert_eq!(findings_of(&report, "pipes-released-on-handoff"), ["pipes-released"]);
+    }
 }

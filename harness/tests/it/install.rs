@@ -26,73 +26,6 @@ fn target_dir() -> PathBuf {
     bin.parent().and_then(Path::parent).expect("target/<profile>/conform").to_path_buf()
 }
 
-/// `cargo install --path harness` into a temporary root, reusing the workspace's target
-/// directory (an incremental build of the dev profile), then that binary, run from an empty
-/// directory with no `scenarios/` or `schemas/` anywhere near it, passes a few of reftool's
-/// scenarios: the catalogue and the schemas are compiled in.
-#[test]
-fn an_installed_conform_needs_nothing_beside_it() {
-    let target = target_dir();
-    let reftool = target.join("debug/reftool");
-    assert!(
-        reftool.is_file(),
-        "{} is missing: build the workspace first (cargo build --workspace)",
-        reftool.display()
-    );
-    let root = tempfile::tempdir().unwrap();
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let started = Instant::now();
-    let out = Command::new(cargo)
-        .args(["install", "--debug", "--offline", "--locked", "--quiet", "--path"])
-        .arg(harness_dir())
-        .arg("--root")
-        .arg(root.path())
-        .env("CARGO_TARGET_DIR", &target)
-        .output()
-        .unwrap();
-    let took = started.elapsed();
-    assert!(
-        out.status.success(),
-        "cargo install failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    eprintln!("cargo install took {:.1} s", took.as_secs_f64());
-    let bin = root.path().join("bin/conform");
-    assert!(bin.is_file(), "no {}", bin.display());
-    for dir in bin.ancestors().take(3) {
-        assert!(!dir.join("scenarios").exists() && !dir.join("schemas").exists(), "{dir:?}");
-    }
-
-    let empty = tempfile::tempdir().unwrap();
-    let out = Command::new(&bin).arg("--version").current_dir(empty.path()).output().unwrap();
-    assert_eq!(String::from_utf8_lossy(&out.stdout), format!("{}\n", conform::cli::version_text()));
-
-    let profile = harness_dir().join("../reference-tool/conform.toml");
-    let only = [
-        "manifest-valid",
-        "unknown-flag-is-arg-error",
-        "read-probes-answer-one-envelope",
-        "budget-flag-exits-14-within-budget",
-    ];
-    let mut cmd = Command::new(&bin);
-    cmd.arg("run").arg(&reftool).arg("--profile").arg(&profile);
-    for id in only {
-        cmd.args(["--only", id]);
-    }
-    let out = cmd.args(["--format", "json"]).current_dir(empty.path()).output().unwrap();
-    let report = crate::support::stdout_json(&out);
-    assert_eq!(out.status.code(), Some(0), "{report:#}\n{}", String::from_utf8_lossy(&out.stderr));
-    let ran: Vec<(&str, &str)> = report["data"]["scenarios"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| (s["id"].as_str().unwrap(), s["status"].as_str().unwrap()))
-        .collect();
-    assert_eq!(ran.len(), only.len(), "{ran:?}");
-    assert!(ran.iter().all(|(_, status)| *status == "pass"), "{ran:?}");
-    assert_eq!(std::fs::read_dir(empty.path()).unwrap().count(), 0, "the run left files behind");
-}
-
 /// One step of the action, as far as these tests need it.
 #[derive(Debug, Default)]
 struct Step {
@@ -476,5 +409,89 @@ fn the_readme_ci_snippets_run_conform_as_conform_parses_it() {
             let Sub::Run(run) = parse_as_conform(&args).command else { panic!("{line}") };
             assert!(run.junit.is_some() && run.summary_md.is_some(), "{marker}: {line}");
         }
+    }
+}
+
+/// Out of the edit lane, and alone in CI: `cargo install` may relink `target/debug/conform` under the tests that run it, and takes both cores for a while.
+mod alone {
+    use super::*;
+
+    /// `cargo install --path harness` into a temporary root, reusing the workspace's target
+    /// directory (an incremental build of the dev profile), then that binary, run from an empty
+    /// directory with no `scenarios/` or `schemas/` anywhere near it, passes a few of reftool's
+    /// scenarios: the catalogue and the schemas are compiled in.
+    #[test]
+    fn an_installed_conform_needs_nothing_beside_it() {
+        let target = target_dir();
+        let reftool = target.join("debug/reftool");
+        assert!(
+            reftool.is_file(),
+            "{} is missing: build the workspace first (cargo build --workspace)",
+            reftool.display()
+        );
+        let root = tempfile::tempdir().unwrap();
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let started = Instant::now();
+        let out = Command::new(cargo)
+            .args(["install", "--debug", "--offline", "--locked", "--quiet", "--path"])
+            .arg(harness_dir())
+            .arg("--root")
+            .arg(root.path())
+            .env("CARGO_TARGET_DIR", &target)
+            .output()
+            .unwrap();
+        let took = started.elapsed();
+        assert!(
+            out.status.success(),
+            "cargo install failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        eprintln!("cargo install took {:.1} s", took.as_secs_f64());
+        let bin = root.path().join("bin/conform");
+        assert!(bin.is_file(), "no {}", bin.display());
+        for dir in bin.ancestors().take(3) {
+            assert!(!dir.join("scenarios").exists() && !dir.join("schemas").exists(), "{dir:?}");
+        }
+
+        let empty = tempfile::tempdir().unwrap();
+        let out = Command::new(&bin).arg("--version").current_dir(empty.path()).output().unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            format!("{}\n", conform::cli::version_text())
+        );
+
+        let profile = harness_dir().join("../reference-tool/conform.toml");
+        let only = [
+            "manifest-valid",
+            "unknown-flag-is-arg-error",
+            "read-probes-answer-one-envelope",
+            "budget-flag-exits-14-within-budget",
+        ];
+        let mut cmd = Command::new(&bin);
+        cmd.arg("run").arg(&reftool).arg("--profile").arg(&profile);
+        for id in only {
+            cmd.args(["--only", id]);
+        }
+        let out = cmd.args(["--format", "json"]).current_dir(empty.path()).output().unwrap();
+        let report = crate::support::stdout_json(&out);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{report:#}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let ran: Vec<(&str, &str)> = report["data"]["scenarios"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| (s["id"].as_str().unwrap(), s["status"].as_str().unwrap()))
+            .collect();
+        assert_eq!(ran.len(), only.len(), "{ran:?}");
+        assert!(ran.iter().all(|(_, status)| *status == "pass"), "{ran:?}");
+        assert_eq!(
+            std::fs::read_dir(empty.path()).unwrap().count(),
+            0,
+            "the run left files behind"
+        );
     }
 }

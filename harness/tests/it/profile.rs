@@ -198,36 +198,6 @@ fn a_kit_profile_maps_its_probes_onto_the_kit() {
     assert!(profile.role("detach").is_none(), "a kit profile names no roles");
 }
 
-#[test]
-fn conform_runs_the_kit_checks_from_a_kit_profile() {
-    let (dir, path) = kit_in_dir(KIT_PROFILE);
-    let out = conform()
-        .current_dir(dir.path())
-        .args(["run"])
-        .arg(crate::support::faketool())
-        .arg("--profile")
-        .arg(&path)
-        // Two at once: a Python tool's start-up under the run's own load must stay within the
-        // profile's 5 s kit timeout, whatever the default `-j`.
-        .args(["--only", "kit", "--only", "detach", "-j", "2", "--format", "json"])
-        .output()
-        .unwrap();
-    let report = stdout_json(&out);
-    for id in [
-        "dry-run-previews",
-        "destructive-refuses-unconfirmed",
-        "invalid-probes-are-arg-errors",
-        "read-probes-keep-ansi-off-stdout",
-        "no-color-is-honoured",
-        "read-probes-end-with-stdin-closed",
-        "read-probes-end-with-stdin-open",
-    ] {
-        assert_eq!(crate::support::status_of(&report, id), "pass", "{id}: {report:#}");
-    }
-    // No roles in a kit profile: the §79 scenarios needing one are skipped, never failed.
-    assert_eq!(crate::support::status_of(&report, "detach-hands-off-running"), "skip");
-}
-
 #[rstest]
 #[case::no_dry_run_flag(r#", "dry_run_flag": "--dry-run" }"#, " }", "dry_run_flag")]
 #[case::duplicate_name(r#""name": "manifest""#, r#""name": "greet""#, "two probes")]
@@ -485,38 +455,6 @@ fn without_a_tool_or_a_command_run_is_a_usage_error() {
 }
 
 #[test]
-fn a_kit_probe_beyond_the_kit_timeout_is_killed_and_fails() {
-    let dir = tempfile::tempdir().unwrap();
-    let tool = dir.path().join("slow");
-    // It answers its manifest (a tool hanging there is judged by the headline alone) and
-    // hangs on the probe.
-    crate::support::write_executable(
-        &tool,
-        format!(
-            "#!/bin/sh\n[ \"$1\" = manifest ] && exec '{}' manifest\nsleep 20\n",
-            crate::support::faketool().display()
-        ),
-    );
-    let profile = dir.path().join("conform.toml");
-    std::fs::write(&profile, "[kit]\ntimeout_seconds = 1\nread = [[\"version\"]]\n").unwrap();
-    let started = std::time::Instant::now();
-    let out = conform()
-        .current_dir(dir.path())
-        .arg("run")
-        .arg(&tool)
-        .args(["--profile"])
-        .arg(&profile)
-        .args(["--only", "read-probes-end-with-stdin-closed", "--format", "json"])
-        .output()
-        .unwrap();
-    let report = stdout_json(&out);
-    assert_eq!(crate::support::status_of(&report, "read-probes-end-with-stdin-closed"), "fail");
-    let findings = report["data"]["scenarios"][0]["findings"].to_string();
-    assert!(findings.contains("timeout"), "{report:#}");
-    assert!(started.elapsed() < std::time::Duration::from_secs(18), "the kit's limit was not used");
-}
-
-#[test]
 fn a_kit_profile_maps_command_timeout_manifest_streams_and_argument_order() {
     let text = KIT_PROFILE
         .replacen(
@@ -664,4 +602,74 @@ fn an_unknown_env_template_is_a_profile_error(#[case] env: &str, #[case] message
     let (_dir, path) = in_dir(&role);
     let error = Profile::load(&path).unwrap_err();
     assert!(error.to_string().contains("`roles.detach.env`"), "{error}");
+}
+
+/// Out of the edit lane (`.config/nextest.toml`): these wait out timeouts or run conform over whole tools.
+mod heavy {
+    use super::*;
+
+    #[test]
+    fn conform_runs_the_kit_checks_from_a_kit_profile() {
+        let (dir, path) = kit_in_dir(KIT_PROFILE);
+        let out = conform()
+            .current_dir(dir.path())
+            .args(["run"])
+            .arg(crate::support::faketool())
+            .arg("--profile")
+            .arg(&path)
+            // Two at once: a Python tool's start-up under the run's own load must stay within the
+            // profile's 5 s kit timeout, whatever the default `-j`.
+            .args(["--only", "kit", "--only", "detach", "-j", "2", "--format", "json"])
+            .output()
+            .unwrap();
+        let report = stdout_json(&out);
+        for id in [
+            "dry-run-previews",
+            "destructive-refuses-unconfirmed",
+            "invalid-probes-are-arg-errors",
+            "read-probes-keep-ansi-off-stdout",
+            "no-color-is-honoured",
+            "read-probes-end-with-stdin-closed",
+            "read-probes-end-with-stdin-open",
+        ] {
+            assert_eq!(crate::support::status_of(&report, id), "pass", "{id}: {report:#}");
+        }
+        // No roles in a kit profile: the §79 scenarios needing one are skipped, never failed.
+        assert_eq!(crate::support::status_of(&report, "detach-hands-off-running"), "skip");
+    }
+
+    #[test]
+    fn a_kit_probe_beyond_the_kit_timeout_is_killed_and_fails() {
+        let dir = tempfile::tempdir().unwrap();
+        let tool = dir.path().join("slow");
+        // It answers its manifest (a tool hanging there is judged by the headline alone) and
+        // hangs on the probe.
+        crate::support::write_executable(
+            &tool,
+            format!(
+                "#!/bin/sh\n[ \"$1\" = manifest ] && exec '{}' manifest\nsleep 20\n",
+                crate::support::faketool().display()
+            ),
+        );
+        let profile = dir.path().join("conform.toml");
+        std::fs::write(&profile, "[kit]\ntimeout_seconds = 1\nread = [[\"version\"]]\n").unwrap();
+        let started = std::time::Instant::now();
+        let out = conform()
+            .current_dir(dir.path())
+            .arg("run")
+            .arg(&tool)
+            .args(["--profile"])
+            .arg(&profile)
+            .args(["--only", "read-probes-end-with-stdin-closed", "--format", "json"])
+            .output()
+            .unwrap();
+        let report = stdout_json(&out);
+        assert_eq!(crate::support::status_of(&report, "read-probes-end-with-stdin-closed"), "fail");
+        let findings = report["data"]["scenarios"][0]["findings"].to_string();
+        assert!(findings.contains("timeout"), "{report:#}");
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(18),
+            "the kit's limit was not used"
+        );
+    }
 }

@@ -171,116 +171,6 @@ fn at_a_terminal_without_budget_the_call_runs_to_the_end() {
 }
 
 #[test]
-fn a_detached_call_hands_off_running_and_the_loop_ends_in_the_unbudgeted_response() {
-    let reference = analyze_sandbox();
-    let unbudgeted = paced(&reference, &["analyze", "data.csv", "--budget", "0"], &[]);
-    assert_eq!(unbudgeted.exit, 0);
-
-    let sandbox = analyze_sandbox();
-    let run = paced(&sandbox, &["analyze", "data.csv", "--budget", "300ms"], &[]);
-    assert_incomplete(&run, "running");
-    let id = run.json["data"]["job_id"].as_str().unwrap().to_owned();
-    assert!(id.starts_with("job_") && id.len() == 36, "{id}");
-    let line = run.json["data"]["continue_command"].as_str().unwrap();
-    assert!(line.ends_with(&format!("job wait {id}")), "{line}");
-    assert!(
-        run.json["data"]["cancel_command"].as_str().unwrap().ends_with(&format!("job cancel {id}"))
-    );
-    assert_eq!(run.json["error"]["retryable"], true);
-
-    let hops = continue_loop(&sandbox, &run, &[("AGENT_CALL_BUDGET_MS", "400")]);
-    let last = hops.last().unwrap();
-    assert_eq!(comparable(last), comparable(&unbudgeted));
-    let mut done = run.json["data"]["progress"]["done"].as_u64().unwrap();
-    for hop in &hops[..hops.len() - 1] {
-        assert_incomplete(hop, "running");
-        assert_eq!(hop.json["data"]["job_id"], id.as_str());
-        let now = hop.json["data"]["progress"]["done"].as_u64().unwrap();
-        assert!(now >= done, "progress went from {done} to {now}");
-        done = now;
-    }
-}
-
-#[test]
-fn a_resume_only_call_pauses_and_continues_with_the_original_invocation() {
-    let reference = digest_sandbox();
-    let unbudgeted = paced(&reference, &["digest", "big.txt", "--budget", "0"], &[]);
-    assert_eq!(unbudgeted.exit, 0);
-    let expected = {
-        use sha2::Digest;
-        let bytes = std::fs::read(reference.path().join("big.txt")).unwrap();
-        sha2::Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect::<String>()
-    };
-    assert_eq!(unbudgeted.json["data"]["sha256"], expected.as_str());
-
-    let sandbox = digest_sandbox();
-    let started = Instant::now();
-    let run = paced(&sandbox, &["digest", "big.txt", "--budget", "500ms"], &[]);
-    let took = started.elapsed();
-    assert_incomplete(&run, "paused");
-    assert!(took < Duration::from_millis(3000), "a 500 ms budget took {took:?}");
-    assert_eq!(
-        run.json["data"]["continue_command"].as_str().unwrap(),
-        format!(
-            "{} digest big.txt --budget 500ms",
-            assert_cmd::cargo::cargo_bin("reftool").display()
-        )
-    );
-    assert_eq!(run.json["error"]["retryable"], true);
-    assert!(run.json["data"]["progress"]["done"].as_u64().unwrap() > 0);
-
-    let hops = continue_loop(&sandbox, &run, &[]);
-    assert!(hops.len() >= 2, "the work should need more than one continuation");
-    assert_eq!(comparable(hops.last().unwrap()), comparable(&unbudgeted));
-    let mut done = 0;
-    for hop in &hops[..hops.len() - 1] {
-        assert_incomplete(hop, "paused");
-        let now = hop.json["data"]["progress"]["done"].as_u64().unwrap();
-        assert!(now >= done, "progress went from {done} to {now}");
-        done = now;
-    }
-}
-
-#[test]
-fn a_paused_writer_continues_with_its_key_and_commits_no_row_twice() {
-    let make = || {
-        let sandbox = Sandbox::new();
-        let mut text = String::from("n,label\n");
-        for n in 1..=3000 {
-            text.push_str(&format!("{n},row {n}\n"));
-        }
-        std::fs::write(sandbox.path().join("rows with space.csv"), text).unwrap();
-        sandbox
-    };
-    let reference = make();
-    let unbudgeted =
-        paced(&reference, &["import", "rows with space.csv", "--db", "r.db", "--budget", "0"], &[]);
-    assert_eq!(unbudgeted.exit, 0, "{}", unbudgeted.stdout);
-
-    let sandbox = make();
-    let run = paced(
-        &sandbox,
-        &["import", "rows with space.csv", "--db", "r.db", "--budget", "400ms"],
-        &[],
-    );
-    assert_incomplete(&run, "paused");
-    assert_eq!(run.json["error"]["retryable"], false);
-    let line = run.json["data"]["continue_command"].as_str().unwrap();
-    assert!(line.contains("'rows with space.csv'"), "{line}");
-    assert!(line.contains("--idempotency-key ik-"), "{line}");
-
-    let hops = continue_loop(&sandbox, &run, &[]);
-    assert_eq!(comparable(hops.last().unwrap()), comparable(&unbudgeted));
-    let conn = rusqlite::Connection::open(sandbox.path().join("r.db")).unwrap();
-    let (count, distinct, max): (i64, i64, i64) = conn
-        .query_row("SELECT count(*), count(DISTINCT _line), max(_line) FROM rows", [], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-        })
-        .unwrap();
-    assert_eq!((count, distinct, max), (3000, 3000, 3000));
-}
-
-#[test]
 fn a_continuation_that_finds_its_input_changed_says_so_even_when_it_pauses_again() {
     let sandbox = digest_sandbox();
     let first = paced(&sandbox, &["digest", "big.txt", "--budget", "500ms"], &[]);
@@ -380,5 +270,126 @@ fn each_continuation_of_a_large_digest_moves_as_far_as_its_budget_pays_for() {
             let size = file.metadata().unwrap().len();
             assert!(size < 1024, "{}: {size} bytes", file.path().display());
         }
+    }
+}
+
+/// Out of the edit lane (`.config/nextest.toml`): these wait out paced work, a budget or a watchdog.
+mod heavy {
+    use super::*;
+
+    #[test]
+    fn a_detached_call_hands_off_running_and_the_loop_ends_in_the_unbudgeted_response() {
+        let reference = analyze_sandbox();
+        let unbudgeted = paced(&reference, &["analyze", "data.csv", "--budget", "0"], &[]);
+        assert_eq!(unbudgeted.exit, 0);
+
+        let sandbox = analyze_sandbox();
+        let run = paced(&sandbox, &["analyze", "data.csv", "--budget", "300ms"], &[]);
+        assert_incomplete(&run, "running");
+        let id = run.json["data"]["job_id"].as_str().unwrap().to_owned();
+        assert!(id.starts_with("job_") && id.len() == 36, "{id}");
+        let line = run.json["data"]["continue_command"].as_str().unwrap();
+        assert!(line.ends_with(&format!("job wait {id}")), "{line}");
+        assert!(
+            run.json["data"]["cancel_command"]
+                .as_str()
+                .unwrap()
+                .ends_with(&format!("job cancel {id}"))
+        );
+        assert_eq!(run.json["error"]["retryable"], true);
+
+        let hops = continue_loop(&sandbox, &run, &[("AGENT_CALL_BUDGET_MS", "400")]);
+        let last = hops.last().unwrap();
+        assert_eq!(comparable(last), comparable(&unbudgeted));
+        let mut done = run.json["data"]["progress"]["done"].as_u64().unwrap();
+        for hop in &hops[..hops.len() - 1] {
+            assert_incomplete(hop, "running");
+            assert_eq!(hop.json["data"]["job_id"], id.as_str());
+            let now = hop.json["data"]["progress"]["done"].as_u64().unwrap();
+            assert!(now >= done, "progress went from {done} to {now}");
+            done = now;
+        }
+    }
+
+    #[test]
+    fn a_resume_only_call_pauses_and_continues_with_the_original_invocation() {
+        let reference = digest_sandbox();
+        let unbudgeted = paced(&reference, &["digest", "big.txt", "--budget", "0"], &[]);
+        assert_eq!(unbudgeted.exit, 0);
+        let expected = {
+            use sha2::Digest;
+            let bytes = std::fs::read(reference.path().join("big.txt")).unwrap();
+            sha2::Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect::<String>()
+        };
+        assert_eq!(unbudgeted.json["data"]["sha256"], expected.as_str());
+
+        let sandbox = digest_sandbox();
+        let started = Instant::now();
+        let run = paced(&sandbox, &["digest", "big.txt", "--budget", "500ms"], &[]);
+        let took = started.elapsed();
+        assert_incomplete(&run, "paused");
+        assert!(took < Duration::from_millis(3000), "a 500 ms budget took {took:?}");
+        assert_eq!(
+            run.json["data"]["continue_command"].as_str().unwrap(),
+            format!(
+                "{} digest big.txt --budget 500ms",
+                assert_cmd::cargo::cargo_bin("reftool").display()
+            )
+        );
+        assert_eq!(run.json["error"]["retryable"], true);
+        assert!(run.json["data"]["progress"]["done"].as_u64().unwrap() > 0);
+
+        let hops = continue_loop(&sandbox, &run, &[]);
+        assert!(hops.len() >= 2, "the work should need more than one continuation");
+        assert_eq!(comparable(hops.last().unwrap()), comparable(&unbudgeted));
+        let mut done = 0;
+        for hop in &hops[..hops.len() - 1] {
+            assert_incomplete(hop, "paused");
+            let now = hop.json["data"]["progress"]["done"].as_u64().unwrap();
+            assert!(now >= done, "progress went from {done} to {now}");
+            done = now;
+        }
+    }
+
+    #[test]
+    fn a_paused_writer_continues_with_its_key_and_commits_no_row_twice() {
+        let make = || {
+            let sandbox = Sandbox::new();
+            let mut text = String::from("n,label\n");
+            for n in 1..=3000 {
+                text.push_str(&format!("{n},row {n}\n"));
+            }
+            std::fs::write(sandbox.path().join("rows with space.csv"), text).unwrap();
+            sandbox
+        };
+        let reference = make();
+        let unbudgeted = paced(
+            &reference,
+            &["import", "rows with space.csv", "--db", "r.db", "--budget", "0"],
+            &[],
+        );
+        assert_eq!(unbudgeted.exit, 0, "{}", unbudgeted.stdout);
+
+        let sandbox = make();
+        let run = paced(
+            &sandbox,
+            &["import", "rows with space.csv", "--db", "r.db", "--budget", "400ms"],
+            &[],
+        );
+        assert_incomplete(&run, "paused");
+        assert_eq!(run.json["error"]["retryable"], false);
+        let line = run.json["data"]["continue_command"].as_str().unwrap();
+        assert!(line.contains("'rows with space.csv'"), "{line}");
+        assert!(line.contains("--idempotency-key ik-"), "{line}");
+
+        let hops = continue_loop(&sandbox, &run, &[]);
+        assert_eq!(comparable(hops.last().unwrap()), comparable(&unbudgeted));
+        let conn = rusqlite::Connection::open(sandbox.path().join("r.db")).unwrap();
+        let (count, distinct, max): (i64, i64, i64) = conn
+            .query_row("SELECT count(*), count(DISTINCT _line), max(_line) FROM rows", [], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })
+            .unwrap();
+        assert_eq!((count, distinct, max), (3000, 3000, 3000));
     }
 }

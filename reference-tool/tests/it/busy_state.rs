@@ -78,20 +78,25 @@ fn job_status_does_not_wait_for_a_locked_state_database() {
     assert_eq!(end.exit, 0, "{}", end.stdout);
 }
 
-/// The worker's work ends while the state database is locked for longer than its busy timeout
-/// (5 s): it waits the lock out and records its outcome, so the job ends well, not JOB_LOST.
-#[test]
-fn a_worker_waits_out_a_locked_state_database() {
-    let sandbox = analyze_sandbox();
-    let first = paced(&sandbox, &["analyze", "data.csv", "--budget", "300ms"], &[]);
-    assert_incomplete(&first, "running");
-    let id = first.json["data"]["job_id"].as_str().unwrap().to_owned();
-    let lock = Lock::take(&sandbox);
-    // The work ends after about 2 s; the lock is held 10 s, twice the busy timeout past it.
-    std::thread::sleep(Duration::from_secs(10));
-    assert_eq!(sandbox.workers_of(Some(&id)).len(), 1, "the worker is still there, waiting");
-    drop(lock);
-    let end = sandbox.run(&["job", "wait", &id, "--budget", "20s"]);
-    assert_eq!(end.exit, 0, "{}", end.stdout);
-    assert_eq!(end.json["data"]["rows"], ROWS);
+/// Out of the edit lane (`.config/nextest.toml`): these wait out paced work, a budget or a watchdog.
+mod heavy {
+    use super::*;
+
+    /// The worker's work ends while the state database is locked for longer than its busy timeout
+    /// (5 s): it waits the lock out and records its outcome, so the job ends well, not JOB_LOST.
+    #[test]
+    fn a_worker_waits_out_a_locked_state_database() {
+        let sandbox = analyze_sandbox();
+        let first = paced(&sandbox, &["analyze", "data.csv", "--budget", "300ms"], &[]);
+        assert_incomplete(&first, "running");
+        let id = first.json["data"]["job_id"].as_str().unwrap().to_owned();
+        let lock = Lock::take(&sandbox);
+        // The work ends after about 2 s; the lock is held 10 s, twice the busy timeout past it.
+        std::thread::sleep(Duration::from_secs(10));
+        assert_eq!(sandbox.workers_of(Some(&id)).len(), 1, "the worker is still there, waiting");
+        drop(lock);
+        let end = sandbox.run(&["job", "wait", &id, "--budget", "20s"]);
+        assert_eq!(end.exit, 0, "{}", end.stdout);
+        assert_eq!(end.json["data"]["rows"], ROWS);
+    }
 }

@@ -131,92 +131,6 @@ fn the_identical_invocation_attaches_to_the_running_job() {
 }
 
 #[test]
-fn a_dead_worker_is_job_lost_and_the_identical_invocation_resumes_from_the_checkpoint() {
-    let reference = analyze_sandbox();
-    let unbudgeted = paced(&reference, &["analyze", "data.csv", "--budget", "0"], &[]);
-
-    let sandbox = analyze_sandbox();
-    let run = paced(&sandbox, &["analyze", "data.csv", "--budget", "800ms"], &[]);
-    assert_incomplete(&run, "running");
-    let id = job_id(&run);
-    let workers = sandbox.workers_of(Some(&id));
-    assert_eq!(workers.len(), 1);
-    kill(Pid::from_raw(workers[0]), Signal::SIGKILL).unwrap();
-    let checkpoint: serde_json::Value = {
-        // The kill may also have left a temp file of an atomic write (a dot file) beside it.
-        let files: Vec<_> = checkpoint_files(&sandbox)
-            .into_iter()
-            .filter(|p| !p.file_name().unwrap().to_string_lossy().starts_with('.'))
-            .collect();
-        assert_eq!(files.len(), 1, "one checkpoint: {files:?}");
-        // What a kill -9 between an atomic write and its rename leaves behind.
-        let name = files[0].file_name().unwrap().to_string_lossy().into_owned();
-        std::fs::write(files[0].with_file_name(format!(".{name}.tmp-00112233")), b"{").unwrap();
-        serde_json::from_slice(&std::fs::read(&files[0]).unwrap()).unwrap()
-    };
-    let saved = checkpoint["done"].as_u64().unwrap();
-    assert!(saved > 0);
-
-    let started = Instant::now();
-    let lost = sandbox.run(&["job", "wait", &id, "--budget", "20s"]);
-    assert!(started.elapsed() < Duration::from_secs(5), "a dead worker must not be waited on");
-    assert_eq!(lost.exit, 1, "{}", lost.stdout);
-    assert_eq!(lost.envelope()["error"]["code"], "JOB_LOST");
-    // Every response of the job's command records the budget in force, its endings too.
-    assert_eq!(lost.json["meta"]["budget_ms"], 20_000, "{}", lost.stdout);
-    let detail = lost.json["error"]["detail"].as_str().unwrap();
-    assert!(detail.contains(&format!("job {id}")), "the log tail: {detail:?}");
-
-    let again = paced(&sandbox, &["analyze", "data.csv", "--budget", "1"], &[]);
-    assert_incomplete(&again, "running");
-    assert_ne!(job_id(&again), id, "a lost job is not attached to");
-    let first_done = again.json["data"]["progress"]["done"].as_u64().unwrap();
-    assert!(first_done >= saved, "resumed below the checkpoint: {first_done} < {saved}");
-    let end = sandbox.run(&["job", "wait", &job_id(&again), "--budget", "0"]);
-    assert_eq!(comparable(&end), comparable(&unbudgeted));
-    let left = checkpoint_files(&sandbox);
-    assert!(left.is_empty(), "the checkpoint (and the killed worker's temp) are gone: {left:?}");
-}
-
-#[test]
-fn a_quiet_pipe_stalls_and_the_watchdog_ends_the_job() {
-    let sandbox = Sandbox::new();
-    let fifo = sandbox.path().join("quiet.csv");
-    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
-    let writer = std::thread::spawn({
-        let fifo = fifo.clone();
-        move || {
-            let mut w = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
-            w.write_all(b"a,b\n1,2\n3,4\n").unwrap();
-            // The writer goes quiet but keeps the pipe open.
-            std::thread::sleep(Duration::from_secs(8));
-        }
-    });
-    let started = Instant::now();
-    let run = sandbox.run_env(
-        &["analyze", "quiet.csv", "--budget", "0"],
-        &[("REFTOOL_IDLE_TIMEOUT_MS", "1000")],
-    );
-    let took = started.elapsed();
-    assert_eq!(run.exit, 10, "{}", run.stdout);
-    assert_eq!(run.envelope()["error"]["code"], "STALLED");
-    assert_eq!(run.json["meta"]["budget_ms"], 0, "the budget in force, off: {}", run.stdout);
-    assert!(took < Duration::from_secs(6), "the watchdog took {took:?}");
-    let deadline = Instant::now() + Duration::from_secs(3);
-    while !sandbox.workers().is_empty() {
-        assert!(Instant::now() < deadline, "the stalled worker was not ended");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    writer.join().unwrap();
-    // The knob is declared: the manifest says what the watchdog does.
-    let manifest = sandbox.run_env(&["manifest"], &[("REFTOOL_IDLE_TIMEOUT_MS", "1000")]);
-    assert_eq!(
-        manifest.json["data"]["commands"]["analyze"]["interruption"]["idle_timeout_ms"],
-        1000
-    );
-}
-
-#[test]
 fn cancel_stops_the_job_discards_its_checkpoint_and_the_next_call_starts_afresh() {
     let sandbox = analyze_sandbox();
     let run = paced(&sandbox, &["analyze", "data.csv", "--budget", "600ms"], &[]);
@@ -457,4 +371,98 @@ fn a_person_waiting_on_a_detached_job_sees_its_progress_on_stderr() {
     let drawn = reader.join().unwrap();
     assert!(drawn.contains("bytes"), "no progress bar on the terminal: {drawn:?}");
     assert!(String::from_utf8(output.stdout).unwrap().starts_with("{\"ok\":true"));
+}
+
+/// Out of the edit lane (`.config/nextest.toml`): these wait out paced work, a budget or a watchdog.
+mod heavy {
+    use super::*;
+
+    #[test]
+    fn a_dead_worker_is_job_lost_and_the_identical_invocation_resumes_from_the_checkpoint() {
+        let reference = analyze_sandbox();
+        let unbudgeted = paced(&reference, &["analyze", "data.csv", "--budget", "0"], &[]);
+
+        let sandbox = analyze_sandbox();
+        let run = paced(&sandbox, &["analyze", "data.csv", "--budget", "800ms"], &[]);
+        assert_incomplete(&run, "running");
+        let id = job_id(&run);
+        let workers = sandbox.workers_of(Some(&id));
+        assert_eq!(workers.len(), 1);
+        kill(Pid::from_raw(workers[0]), Signal::SIGKILL).unwrap();
+        let checkpoint: serde_json::Value = {
+            // The kill may also have left a temp file of an atomic write (a dot file) beside it.
+            let files: Vec<_> = checkpoint_files(&sandbox)
+                .into_iter()
+                .filter(|p| !p.file_name().unwrap().to_string_lossy().starts_with('.'))
+                .collect();
+            assert_eq!(files.len(), 1, "one checkpoint: {files:?}");
+            // What a kill -9 between an atomic write and its rename leaves behind.
+            let name = files[0].file_name().unwrap().to_string_lossy().into_owned();
+            std::fs::write(files[0].with_file_name(format!(".{name}.tmp-00112233")), b"{").unwrap();
+            serde_json::from_slice(&std::fs::read(&files[0]).unwrap()).unwrap()
+        };
+        let saved = checkpoint["done"].as_u64().unwrap();
+        assert!(saved > 0);
+
+        let started = Instant::now();
+        let lost = sandbox.run(&["job", "wait", &id, "--budget", "20s"]);
+        assert!(started.elapsed() < Duration::from_secs(5), "a dead worker must not be waited on");
+        assert_eq!(lost.exit, 1, "{}", lost.stdout);
+        assert_eq!(lost.envelope()["error"]["code"], "JOB_LOST");
+        // Every response of the job's command records the budget in force, its endings too.
+        assert_eq!(lost.json["meta"]["budget_ms"], 20_000, "{}", lost.stdout);
+        let detail = lost.json["error"]["detail"].as_str().unwrap();
+        assert!(detail.contains(&format!("job {id}")), "the log tail: {detail:?}");
+
+        let again = paced(&sandbox, &["analyze", "data.csv", "--budget", "1"], &[]);
+        assert_incomplete(&again, "running");
+        assert_ne!(job_id(&again), id, "a lost job is not attached to");
+        let first_done = again.json["data"]["progress"]["done"].as_u64().unwrap();
+        assert!(first_done >= saved, "resumed below the checkpoint: {first_done} < {saved}");
+        let end = sandbox.run(&["job", "wait", &job_id(&again), "--budget", "0"]);
+        assert_eq!(comparable(&end), comparable(&unbudgeted));
+        let left = checkpoint_files(&sandbox);
+        assert!(
+            left.is_empty(),
+            "the checkpoint (and the killed worker's temp) are gone: {left:?}"
+        );
+    }
+
+    #[test]
+    fn a_quiet_pipe_stalls_and_the_watchdog_ends_the_job() {
+        let sandbox = Sandbox::new();
+        let fifo = sandbox.path().join("quiet.csv");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let writer = std::thread::spawn({
+            let fifo = fifo.clone();
+            move || {
+                let mut w = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+                w.write_all(b"a,b\n1,2\n3,4\n").unwrap();
+                // The writer goes quiet but keeps the pipe open.
+                std::thread::sleep(Duration::from_secs(8));
+            }
+        });
+        let started = Instant::now();
+        let run = sandbox.run_env(
+            &["analyze", "quiet.csv", "--budget", "0"],
+            &[("REFTOOL_IDLE_TIMEOUT_MS", "1000")],
+        );
+        let took = started.elapsed();
+        assert_eq!(run.exit, 10, "{}", run.stdout);
+        assert_eq!(run.envelope()["error"]["code"], "STALLED");
+        assert_eq!(run.json["meta"]["budget_ms"], 0, "the budget in force, off: {}", run.stdout);
+        assert!(took < Duration::from_secs(6), "the watchdog took {took:?}");
+        let deadline = Instant::now() + Duration::from_secs(3);
+        while !sandbox.workers().is_empty() {
+            assert!(Instant::now() < deadline, "the stalled worker was not ended");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        writer.join().unwrap();
+        // The knob is declared: the manifest says what the watchdog does.
+        let manifest = sandbox.run_env(&["manifest"], &[("REFTOOL_IDLE_TIMEOUT_MS", "1000")]);
+        assert_eq!(
+            manifest.json["data"]["commands"]["analyze"]["interruption"]["idle_timeout_ms"],
+            1000
+        );
+    }
 }

@@ -28,10 +28,16 @@ mod manifest;
 mod migrate;
 mod modes;
 mod reliability;
-mod reliability_heavy;
 mod repeats;
 mod signals;
 mod state;
 mod stdin_spool;
 mod supervision;
 mod writers;
+
+/// Out of the edit lane, and alone in CI (`.config/nextest.toml`: a test under a module named
+/// `heavy` or `alone`): the reliability abuse tests, which load the machine on purpose. Tests
+/// elsewhere that wait out paced work or a watchdog sit in a `heavy` module of their own file.
+mod alone {
+    mod reliability_heavy;
+}

@@ -693,40 +693,6 @@ fn matrix_row(fault: &str) -> String {
     row
 }
 
-/// Every fault of the last three checks against all seven of their scenarios: each fails the
-/// scenario of its rule (and those that share the rule's evidence) and passes the rest, so a
-/// fault that breaks more than it says, or a scenario that judges beyond its rule, shows here.
-/// The snapshot is the matrix with the checks that failed, for review.
-#[test]
-fn the_matrix_of_order_and_stream_faults() {
-    // A few at a time: the stalled streams wait for their 10 s deadline, and SIGINT must
-    // still land early in the interrupted streams of the others.
-    const AT_ONCE: usize = 5;
-    let next = AtomicUsize::new(0);
-    let rows = Mutex::new(vec![String::new(); ORDER_AND_STREAM_FAULTS.len()]);
-    std::thread::scope(|scope| {
-        for _ in 0..AT_ONCE {
-            scope.spawn(|| {
-                while let Some(fault) =
-                    ORDER_AND_STREAM_FAULTS.get(next.fetch_add(1, Ordering::Relaxed))
-                {
-                    let row = matrix_row(fault);
-                    let at = ORDER_AND_STREAM_FAULTS.iter().position(|f| f == fault).unwrap();
-                    rows.lock().unwrap()[at] = row;
-                }
-            });
-        }
-    });
-    let rows = rows.into_inner().unwrap();
-    let header = ORDER_AND_STREAM_SCENARIOS
-        .iter()
-        .enumerate()
-        .map(|(n, id)| format!("{} = {id}", n + 1))
-        .collect::<Vec<_>>()
-        .join("\n");
-    insta::assert_snapshot!(format!("columns:\n{header}\n\n{}", rows.join("\n")));
-}
-
 /// The SIGINT conform sends a stream after its lines is on the run's record, for its
 /// timeline: which signal, to the process alone, and when.
 #[test]
@@ -747,5 +713,44 @@ fn the_sigint_sent_into_a_stream_is_on_its_record() {
         assert_eq!(record["signal"]["to"], "process", "{record:#}");
         let after = record["signal"]["after_ms"].as_u64().unwrap();
         assert!(after <= record["elapsed_ms"].as_u64().unwrap(), "sent while it ran: {record:#}");
+    }
+}
+
+/// Loads the machine on purpose: alone in CI.
+mod alone {
+    use super::*;
+
+    /// Every fault of the last three checks against all seven of their scenarios: each fails the
+    /// scenario of its rule (and those that share the rule's evidence) and passes the rest, so a
+    /// fault that breaks more than it says, or a scenario that judges beyond its rule, shows here.
+    /// The snapshot is the matrix with the checks that failed, for review.
+    #[test]
+    fn the_matrix_of_order_and_stream_faults() {
+        // A few at a time: the stalled streams wait for their 10 s deadline, and SIGINT must
+        // still land early in the interrupted streams of the others.
+        const AT_ONCE: usize = 5;
+        let next = AtomicUsize::new(0);
+        let rows = Mutex::new(vec![String::new(); ORDER_AND_STREAM_FAULTS.len()]);
+        std::thread::scope(|scope| {
+            for _ in 0..AT_ONCE {
+                scope.spawn(|| {
+                    while let Some(fault) =
+                        ORDER_AND_STREAM_FAULTS.get(next.fetch_add(1, Ordering::Relaxed))
+                    {
+                        let row = matrix_row(fault);
+                        let at = ORDER_AND_STREAM_FAULTS.iter().position(|f| f == fault).unwrap();
+                        rows.lock().unwrap()[at] = row;
+                    }
+                });
+            }
+        });
+        let rows = rows.into_inner().unwrap();
+        let header = ORDER_AND_STREAM_SCENARIOS
+            .iter()
+            .enumerate()
+            .map(|(n, id)| format!("{} = {id}", n + 1))
+            .collect::<Vec<_>>()
+            .join("\n");
+        insta::assert_snapshot!(format!("columns:\n{header}\n\n{}", rows.join("\n")));
     }
 }
