@@ -12,7 +12,7 @@ use regex::Regex;
 /// Names of documents that live beside a working copy but not in it: a citation of one is a
 /// reference a clone cannot follow.
 const OUTSIDE: &[&str] =
-    &["docs/contract.md", "docs/contract.md §", "docs/design.md", "SPEC-SOURCES", "../shared", "shared/seeds"];
+    &["CONTRACT.md", "CONTRACT §", "DESIGN.md", "SPEC-SOURCES", "../shared", "shared/seeds"];
 
 /// The text files of the repository, without build output and installed packages.
 fn tracked_texts(root: &Path) -> Vec<PathBuf> {

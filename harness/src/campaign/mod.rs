@@ -663,7 +663,7 @@ fn scenario_of(
         origin,
     };
     let text = schedule::to_scenario(s, false, &heading);
-    crate::scenario::parse_scenario(&format!("{requirement}/{id}.toml"), &text)
+    crate::catalogue::parse_scenario(&format!("{requirement}/{id}.toml"), &text)
         .map_err(|e| format!("the schedule makes no valid scenario: {e}"))
 }
 

@@ -720,7 +720,7 @@ mod tests {
                 origin: "seed 11, trial 0",
             };
             let text = to_scenario(&s, s.role == "detach", &heading);
-            let parsed = crate::scenario::parse_scenario("REQ-C-035/campaign-11-0.toml", &text);
+            let parsed = crate::catalogue::parse_scenario("REQ-C-035/campaign-11-0.toml", &text);
             assert!(parsed.is_ok(), "{text}\n{parsed:?}");
         }
     }

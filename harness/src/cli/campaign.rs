@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::campaign::{self, Options, report};
+use crate::catalogue::Catalogue;
 use crate::exit;
-use crate::scenario::{Catalogue, Scenario};
+use crate::scenario::Scenario;
 
 use super::{ArgError, OutputFormat};
 
@@ -297,7 +298,7 @@ pub fn add_scenarios(catalogue: &mut Catalogue, dir: &Path) -> Result<(), String
     for (rel, path) in files {
         let text = std::fs::read_to_string(&path)
             .map_err(|e| format!("failed to read {}: {e}", path.display()))?;
-        let scenario = crate::scenario::parse_scenario(&rel, &text).map_err(|e| e.to_string())?;
+        let scenario = crate::catalogue::parse_scenario(&rel, &text).map_err(|e| e.to_string())?;
         if catalogue.get(&scenario.id).is_some() || found.iter().any(|s| s.id == scenario.id) {
             return Err(format!("{}: scenario id `{}` is used twice", path.display(), scenario.id));
         }
