@@ -137,6 +137,11 @@ def finish(name, started_run):
         "flaky": data["confirmation"]["flaky"],
         "longest_ms": longest["duration_ms"],
         "longest_id": longest["id"],
+        "unjudged": [
+            "{} ({})".format(sid, next((g["reason"] for g in data["coverage"]["skip_reasons"]
+                                        if sid in g["scenarios"]), "?"))
+            for sid in data["coverage"]["unjudged_musts"]
+        ],
         "first": pace.get("first"),
         "peak": pace.get("peak"),
         "error": False,
@@ -209,7 +214,9 @@ def main():
                     pace = f"{r['first']}..{r['peak']}" if r["first"] else "-"
                     print(f"{name:<13} {runs:>4} {r['wall']:7.1f} {r['code']:>4} "
                           f"{len(r['false']):>5} {len(r['flaky']):>5} {pace:>9} {ratio}  "
-                          f"{' '.join(r['false'])} / {' '.join(r['flaky'])}", flush=True)
+                          f"{' '.join(r['false'])} / {' '.join(r['flaky'])}"
+                          + (f" / unjudged: {'; '.join(r['unjudged'])}" if r["unjudged"] else ""),
+                          flush=True)
             if walls:
                 walls.sort()
                 summary.append((name, runs, false_total, flaky_total, walls[0],

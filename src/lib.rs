@@ -71,111 +71,39 @@ pub fn schema_validator(file: &str) -> jsonschema::Validator {
         .unwrap_or_else(|e| panic!("schemas/{file} does not compile as draft-07: {e}"))
 }
 
-/// The project's shared material (CONTRACT.md, DESIGN.md, `seeds/`): the directory `shared/`
-/// beside the workspace, where both the work machine and CI lay it out.
-pub fn shared_dir() -> PathBuf {
-    let dir = workspace_root().join("..").join("shared");
-    assert!(
-        dir.is_dir(),
-        "the shared material is missing: expected the directory {} beside the workspace \
-         (CI lays `shared/` next to the clone; seed-based tests cannot run without it)",
-        dir.display()
-    );
-    dir
-}
-
-/// One complete JSON object found in a seed text.
+/// One wire example of the spec's requirement texts, kept in `tests/fixtures/spec-examples/`.
 #[derive(Debug, Clone)]
-pub struct SeedJson {
-    /// File name of the seed, inside `shared/seeds/`.
+pub struct SpecExample {
+    /// File name, `<requirement>-<n>.json`: the requirement whose text shows it, and its place
+    /// among that text's examples.
     pub file: String,
-    /// 1-based line where the object starts.
-    pub line: usize,
-    /// The parsed object.
+    /// The example.
     pub value: serde_json::Value,
 }
 
-/// Every complete top-level JSON object in the seed texts of `shared/seeds/`, in file order.
-/// Panics with the file and line when a seed holds an object that does not parse, so that an
-/// extraction problem is never silently reported as "no examples".
-pub fn seed_json_objects() -> Vec<SeedJson> {
-    let seeds = shared_dir().join("seeds");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&seeds)
-        .unwrap_or_else(|e| panic!("cannot list {}: {e}", seeds.display()))
-        .map(|entry| entry.unwrap_or_else(|e| panic!("cannot list {}: {e}", seeds.display())))
+/// Every wire example of `tests/fixtures/spec-examples/`, in file-name order. Panics with the
+/// file when one does not parse, so that a broken fixture is never read as "no examples".
+pub fn spec_examples() -> Vec<SpecExample> {
+    let dir = workspace_root().join("tests/fixtures/spec-examples");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
+        .map(|entry| entry.unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display())))
         .map(|entry| entry.path())
-        .filter(|path| path.is_file())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
         .collect();
     files.sort();
-    let mut found = Vec::new();
-    for path in files {
-        let text = std::fs::read_to_string(&path)
-            .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-        let file = path.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-        for (line, object) in json_objects_in_text(&text) {
-            let value = serde_json::from_str(object).unwrap_or_else(|e| {
-                panic!("{file}:{line}: the object starting here is not JSON: {e}")
-            });
-            found.push(SeedJson { file: file.clone(), line, value });
-        }
-    }
-    found
-}
-
-/// The complete top-level JSON objects in a prose text, each with its 1-based starting line.
-///
-/// An object starts at a line whose first character is `{` and ends where its braces balance;
-/// braces inside JSON strings do not count. An object that never closes is left out.
-pub fn json_objects_in_text(text: &str) -> Vec<(usize, &str)> {
-    let mut objects = Vec::new();
-    let mut offset = 0;
-    let mut line_number = 0;
-    // Where the scan may resume: lines inside an object already taken are skipped.
-    let mut resume_at = 0;
-    for line in text.split_inclusive('\n') {
-        line_number += 1;
-        let start = offset;
-        offset += line.len();
-        if start < resume_at || !line.starts_with('{') {
-            continue;
-        }
-        if let Some(len) = balanced_object_len(&text[start..]) {
-            objects.push((line_number, &text[start..start + len]));
-            resume_at = start + len;
-        }
-    }
-    objects
-}
-
-/// Length in bytes of the JSON object at the start of `text` (which begins with `{`), or None
-/// when its braces never balance.
-fn balanced_object_len(text: &str) -> Option<usize> {
-    let mut depth = 0usize;
-    let mut in_string = false;
-    let mut escaped = false;
-    for (index, byte) in text.bytes().enumerate() {
-        if in_string {
-            match byte {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match byte {
-            b'"' => in_string = true,
-            b'{' => depth += 1,
-            b'}' => {
-                depth = depth.checked_sub(1)?;
-                if depth == 0 {
-                    return Some(index + 1);
-                }
-            }
-            _ => {}
-        }
-    }
-    None
+    files
+        .into_iter()
+        .map(|path| {
+            let text = std::fs::read_to_string(&path)
+                .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+            let file =
+                path.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+            let value =
+                serde_json::from_str(&text).unwrap_or_else(|e| panic!("{file}: not JSON: {e}"));
+            SpecExample { file, value }
+        })
+        .collect()
 }
 
 /// What a JSON document is, judged by its shape, so that it can be checked against the right

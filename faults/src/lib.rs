@@ -1,7 +1,7 @@
 //! # reftool-faults
 //!
 //! reftool with one rule of the contract broken: the faulty tools that prove `conform` can
-//! fail (DESIGN.md, "Sensitivity"). The workspace test `tests/suite/mutants.rs` runs `conform`
+//! fail (docs/design.md, "Sensitivity"). The workspace test `tests/suite/mutants.rs` runs `conform`
 //! against each [`Fault`] and checks that the scenarios meant to catch it fail.
 //!
 //! # The faulty binary

@@ -41,7 +41,7 @@ pub const MIN_BUDGET: Duration = Duration::from_millis(300);
 /// The longest the spec lets a command go between two progress reports (REQ-C-034) or two
 /// checkpoints (REQ-C-035): at least one every 10 s of work.
 pub const SPEC_CADENCE: Duration = Duration::from_secs(10);
-/// `{slack}`: the margin on timing checks (the seed's own margin is 1 s; CI machines are noisy).
+/// `{slack}`: the margin on timing checks (REQ-F-080's own example allows 1 s; CI machines are noisy).
 pub const SLACK: Duration = Duration::from_millis(1500);
 
 /// The measured character of one role.
@@ -169,7 +169,7 @@ pub fn measure(subject: &Subject, role_name: &str, keep: bool) -> Result<Calibra
         .map_err(|e| e.to_string())?;
     let mut argv = subject.tool.argv();
     argv.extend(role.argv.iter().cloned());
-    // A role whose command declares no interruption has no --budget flag (CONTRACT §2):
+    // A role whose command declares no interruption has no --budget flag (docs/contract.md §2):
     // its plain run is its calibration.
     let interruptible =
         subject.commands.command_for_args(&role.argv).is_none_or(|(_, info)| info.interruptible());

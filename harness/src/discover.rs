@@ -1,10 +1,10 @@
 //! Stage: discover. What the tool says about itself: `TOOL manifest`, read once per run. (The
-//! static registration rules of CONTRACT §2 checked on it are checks: `checks::manifest`.)
+//! static registration rules of docs/contract.md §2 checked on it are checks: `checks::manifest`.)
 //!
 //! [`discover`] runs the manifest command once, in an empty prepared sandbox, bounded by
 //! [`DISCOVERY_LIMIT`]; `conform run` and `conform init` both start here. What went wrong, when
 //! it did, is a [`DiscoveryError`] that says whether the tool hung, failed or printed no JSON.
-//! The manifest is accepted bare (as the seeds print it) or wrapped in an envelope as `data`.
+//! The manifest is accepted bare (as the spec's examples print it) or wrapped in an envelope as `data`.
 //! From it conform learns which commands are interruptible and which write, so that it never
 //! runs a mutating or destructive command the profile did not name.
 

@@ -9,7 +9,7 @@ use serde_json::Value;
 use crate::exec::{Outcome, Termination};
 use crate::outcome::StepRecord;
 
-/// The tool's exit code INCOMPLETE (CONTRACT §1): the work goes on, run `continue_command`.
+/// The tool's exit code INCOMPLETE (docs/contract.md §1): the work goes on, run `continue_command`.
 pub const INCOMPLETE: i32 = 14;
 
 /// Why stdout did not hold one JSON document.

@@ -640,7 +640,7 @@ impl SchemaSpec {
     }
 }
 
-/// The static registration rules of the manifest (CONTRACT §2), each checkable on its own.
+/// The static registration rules of the manifest (docs/contract.md §2), each checkable on its own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ManifestRule {
@@ -847,7 +847,7 @@ pub struct Expect {
     pub budget_recorded: Option<bool>,
     /// Every INCOMPLETE (exit 14) response of the step (each copy, each hop) has the
     /// `error.retryable` of its command's declared `"14"` exit-code entry (REQ-F-082); a `job
-    /// wait` answering for a job may copy `job wait`'s own entry instead (CONTRACT §9).
+    /// wait` answering for a job may copy `job wait`'s own entry instead (docs/contract.md §9).
     #[serde(default)]
     pub retryable_as_declared: Option<bool>,
 }
@@ -861,7 +861,7 @@ pub enum EnvelopeRule {
     /// An empty stdout (`--help`, whose text belongs on stderr).
     OrEmpty,
     /// A bare manifest, valid against the manifest schema, when the step ran the manifest
-    /// command: CONTRACT §2 accepts the manifest bare (the spec kit does not).
+    /// command: docs/contract.md §2 accepts the manifest bare (the spec kit does not).
     OrBareManifest,
 }
 

@@ -196,7 +196,7 @@ pub fn violations(schema: SchemaName, instance: &Value) -> Result<Vec<String>, S
 }
 
 /// The manifest inside a response: the response itself when it is bare, its `data` when it is
-/// wrapped in an envelope (both forms are accepted, CONTRACT §2).
+/// wrapped in an envelope (both forms are accepted, docs/contract.md §2).
 pub fn unwrap_manifest(response: &Value) -> &Value {
     match response.get("data") {
         Some(data) if response.get("commands").is_none() && data.is_object() => data,

@@ -1,6 +1,6 @@
 //! How punctually a call returns at its budget: over 30 calls with `--budget 300ms` on work
 //! that takes seconds, the call's wall time (spawn to exit, as its caller sees it) minus the
-//! budget, p50 / p95 / max. Target: p95 ≤ 10 ms (CONTRACT §3 aims at budget + 50 ms).
+//! budget, p50 / p95 / max. Target: p95 ≤ 10 ms (docs/contract.md §3 aims at budget + 50 ms).
 //!
 //! Three subjects, each its own fresh jobs (distinct file names, so no call attaches to
 //! another's job):

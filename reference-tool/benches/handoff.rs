@@ -5,7 +5,7 @@
 //! - SIGTERM handoff: from the signal to the exit of `analyze --budget 30s`;
 //! - wake: `job wait` exit minus the job's own end time (`ended_at_ms` in `result.json`).
 //!
-//! Target (CONTRACT §3): budget + 50 ms. Run: `cargo bench -p reftool --bench handoff`;
+//! Target (docs/contract.md §3): budget + 50 ms. Run: `cargo bench -p reftool --bench handoff`;
 //! `HANDOFF_RUNS=20` changes the number of runs per figure (default 8).
 
 use std::io::Write;

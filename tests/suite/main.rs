@@ -4,6 +4,7 @@
 mod fixtures_paths;
 mod portable_snapshots;
 mod readme;
+mod references;
 mod reftool_catalogue;
 mod reports;
 mod schemas;

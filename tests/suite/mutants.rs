@@ -1,6 +1,6 @@
 //! The mutant matrix: proof that every scenario of conform's catalogue can fail.
 //!
-//! A check that cannot fail is a defect (DESIGN.md, "Sensitivity"). Each row of the matrix is a
+//! A check that cannot fail is a defect (docs/design.md, "Sensitivity"). Each row of the matrix is a
 //! test of its own, named after the row, that runs the real `conform` binary (`--format json`)
 //! against one tool:
 //!

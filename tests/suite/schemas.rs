@@ -1,5 +1,6 @@
 //! The wire-format schemas in `schemas/`: they are valid draft-07, documented, consistent with
-//! one another, accept every example of the seed texts, accept our positive fixtures and reject
+//! one another, accept every wire example of the spec's requirement texts
+//! (`tests/fixtures/spec-examples/`, one file per example), accept our positive fixtures and reject
 //! each negative fixture for the reason its file name gives.
 //!
 //! Fixtures live in `tests/fixtures/schemas/<schema file stem>/{valid,invalid}/`. A negative
@@ -12,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use conform_workspace::{
-    SCHEMA_FILES, WireKind, schema_json, schema_validator, seed_json_objects, workspace_bin,
+    SCHEMA_FILES, WireKind, schema_json, schema_validator, spec_examples, workspace_bin,
     workspace_root,
 };
 use serde_json::{Value, json};
@@ -20,11 +21,11 @@ use serde_json::{Value, json};
 const DRAFT_07: &str = "http://json-schema.org/draft-07/schema#";
 const ID_BASE: &str = "https://conform.dev/schemas/";
 
-/// The seed texts hold exactly these examples: one bare manifest (REQ-C-033), two INCOMPLETE
-/// envelopes (REQ-F-082) and one success envelope (REQ-F-080).
-const SEED_MANIFESTS: usize = 1;
-const SEED_INCOMPLETE_ENVELOPES: usize = 2;
-const SEED_OTHER_ENVELOPES: usize = 1;
+/// The spec's texts this project started from hold exactly these examples: one bare manifest
+/// (REQ-C-033), two INCOMPLETE envelopes (REQ-F-082) and one success envelope (REQ-F-080).
+const EXAMPLE_MANIFESTS: usize = 1;
+const EXAMPLE_INCOMPLETE_ENVELOPES: usize = 2;
+const EXAMPLE_OTHER_ENVELOPES: usize = 1;
 
 fn stem(file: &str) -> &str {
     file.strip_suffix(".json").unwrap_or(file)
@@ -200,7 +201,7 @@ fn keywords_of(file: &str, instance: &Value) -> BTreeSet<String> {
     errors_of(file, instance).into_iter().map(|(keyword, _)| keyword).collect()
 }
 
-/// REQ-F-069 has every command declare "130", REQ-F-013 exits 143, CONTRACT §10 names 141:
+/// REQ-F-069 has every command declare "130", REQ-F-013 exits 143, docs/contract.md §10 names 141:
 /// signal exits 128+N are legal keys; the shell's own 126-128 and codes past 159 are not.
 #[test]
 fn signal_exits_are_legal_exit_code_keys_and_the_shell_codes_are_not() {
@@ -304,34 +305,32 @@ fn the_manifests_of_the_project_tools_validate() {
 }
 
 #[test]
-fn seed_examples_validate_against_the_schemas_they_illustrate() {
-    let seeds = seed_json_objects();
+fn spec_examples_validate_against_the_schemas_they_illustrate() {
+    let examples = spec_examples();
     let mut counts = [0usize; 3];
     let mut failures = Vec::new();
-    for seed in &seeds {
-        let kind = WireKind::of(&seed.value);
+    for example in &examples {
+        let kind = WireKind::of(&example.value);
         match kind {
             WireKind::Manifest => counts[0] += 1,
             WireKind::IncompleteEnvelope => counts[1] += 1,
             WireKind::Envelope | WireKind::ManifestEnvelope => counts[2] += 1,
-            WireKind::Other => {
-                failures.push(format!("{}:{}: not a known wire format", seed.file, seed.line));
-            }
+            WireKind::Other => failures.push(format!("{}: not a known wire format", example.file)),
         }
         for (file, pointer) in kind.schemas() {
-            let part = seed.value.pointer(pointer).unwrap_or(&Value::Null);
+            let part = example.value.pointer(pointer).unwrap_or(&Value::Null);
             for (_, account) in errors_of(file, part) {
-                failures.push(format!("{}:{} against {file}: {account}", seed.file, seed.line));
+                failures.push(format!("{} against {file}: {account}", example.file));
             }
         }
     }
-    assert!(failures.is_empty(), "seed examples rejected: {failures:#?}");
+    assert!(failures.is_empty(), "spec examples rejected: {failures:#?}");
     assert_eq!(
         counts,
-        [SEED_MANIFESTS, SEED_INCOMPLETE_ENVELOPES, SEED_OTHER_ENVELOPES],
-        "seed examples found as [manifests, INCOMPLETE envelopes, other envelopes] \
-         in {} objects; did the seeds or the extraction change?",
-        seeds.len()
+        [EXAMPLE_MANIFESTS, EXAMPLE_INCOMPLETE_ENVELOPES, EXAMPLE_OTHER_ENVELOPES],
+        "spec examples found as [manifests, INCOMPLETE envelopes, other envelopes] in {} files; \
+         did tests/fixtures/spec-examples change?",
+        examples.len()
     );
 }
 
@@ -401,19 +400,4 @@ fn fixtures_meet_their_expectations() {
         "{} of {cases} fixture cases failed: {failures:#?}",
         failures.len()
     );
-}
-
-#[test]
-fn extraction_finds_whole_objects_and_ignores_braces_in_strings() {
-    let text = "Prose { not an object\n\
-                {\n  \"a\": \"} and {\",\n  \"b\": { \"c\": \"\\\"}\" }\n}\n\
-                more prose\n  { \"indented\": true }\n\
-                {\n  \"second\": 2\n}\n\
-                {\n  \"unclosed\": 1\n";
-    let found = conform_workspace::json_objects_in_text(text);
-    let lines: Vec<usize> = found.iter().map(|(line, _)| *line).collect();
-    assert_eq!(lines, [2, 8], "objects found: {found:?}");
-    let first: Value = serde_json::from_str(found[0].1).expect("first object parses");
-    assert_eq!(first["a"], "} and {");
-    assert_eq!(first["b"]["c"], "\"}");
 }

@@ -105,7 +105,7 @@ pub(super) fn matches_calibrated(
 /// are the calibrated ones, and `data` has the calibrated shape ([`shape_of`]: keys, JSON
 /// types and array lengths, all the way down), whatever values it holds. For a criterion
 /// about how the work ends (it ran to its end, it did not hand off), not what it computed:
-/// a command's data may carry what it measured (a slept time, a rate), CONTRACT §9.
+/// a command's data may carry what it measured (a slept time, a rate), docs/contract.md §9.
 pub(super) fn ends_as_calibrated(
     expect: &Expect,
     obs: &Observation,

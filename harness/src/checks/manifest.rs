@@ -1,4 +1,4 @@
-//! `manifest_rules`: the static registration rules of CONTRACT §2, judged on a manifest
+//! `manifest_rules`: the static registration rules of docs/contract.md §2, judged on a manifest
 //! response (bare, or wrapped in an envelope as `data`).
 //!
 //! One broken rule is one root cause however many commands break it: a single command gets a
@@ -198,7 +198,7 @@ pub fn check_rule(rule: ManifestRule, response: &Value) -> Vec<Finding> {
                 }
             }
             ManifestRule::BudgetFlagOnlyWhenInterruptible => {
-                // CONTRACT §9: the `job.*` built-ins may show `--budget` either way.
+                // docs/contract.md §9: the `job.*` built-ins may show `--budget` either way.
                 if path == "job" || path.starts_with("job.") {
                     continue;
                 }

@@ -27,7 +27,7 @@ pub struct DeclaredEntry {
 /// The commands whose INCOMPLETE entry a step's responses may copy: the one the step invoked
 /// (`argv`, the role's or the step's own arguments), and when that is a `job.*` built-in or the
 /// step continues a detaching command through `job wait`, both the job's command (`job_command`,
-/// the role's argv) and the built-in: CONTRACT §9 leaves it open which of the two a `job wait`
+/// the role's argv) and the built-in: docs/contract.md §9 leaves it open which of the two a `job wait`
 /// copies. A built-in without a `"14"` entry counts as read-only (retryable), as its work is.
 pub fn declared_entries(
     commands: &Commands,
@@ -65,7 +65,7 @@ pub fn declared_entries(
 /// JOB_LOST, STALLED, a cancelled job's ending) may leave the field out. REQ-F-080 asks for it
 /// on every response of an interruptible command, but REQ-F-081's own examples of a stored
 /// final response and of JOB_LOST carry none, and the envelope schema has it absent where no
-/// budget applies (CONTRACT §9). When such a response has it, it is a whole number still. The
+/// budget applies (docs/contract.md §9). When such a response has it, it is a whole number still. The
 /// command's own responses, and every INCOMPLETE (REQ-F-082 lists `meta.budget_ms` among what
 /// it carries), keep it.
 pub(super) fn budget_recorded(

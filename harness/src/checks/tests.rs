@@ -840,7 +840,7 @@ fn budget_recorded_judges_every_hop_in_one_finding() {
 }
 
 /// REQ-F-080 asks for `meta.budget_ms` on every response of an interruptible command, but
-/// REQ-F-081's own examples of a relayed final response and of JOB_LOST carry none (CONTRACT
+/// REQ-F-081's own examples of a relayed final response and of JOB_LOST carry none (docs/contract.md
 /// §9): an ending that `job wait` relays may leave it out; its INCOMPLETE answers, and the
 /// command's own responses, may not.
 #[test]
@@ -879,7 +879,7 @@ fn retryable_as_declared_wants_every_incomplete_to_copy_a_declared_entry() {
     );
     assert_eq!(f.expected.as_deref(), Some("error.retryable true (the \"14\" entry of `analyze`)"));
     assert_eq!(f.actual.as_deref(), Some("continue#1: error.retryable false"));
-    // A writer's job waited on may copy either its own entry or job wait's (CONTRACT §9).
+    // A writer's job waited on may copy either its own entry or job wait's (docs/contract.md §9).
     let either = entries(&[("deploy", Some(false)), ("job.wait", Some(true))]);
     assert!(check_all(&e, "s", &[&yes, &no], &either).is_empty());
     let writer = entries(&[("import", Some(false))]);
@@ -1258,7 +1258,7 @@ fn manifest_rules_read_the_effective_exit_code_table() {
     assert!(analyze.exit_codes.contains(&14));
 }
 
-// ---- continues_verbatim: the choices the spec leaves open (issue 15) ----
+// ---- continues_verbatim: the choices the spec leaves open ----
 
 /// A directory with a program `bin/tool`, a link `link/tool` to it, another program
 /// `bin/other`, a script `cli.py`, and a `PATH` directory whose `tool` links to `bin/tool`.
@@ -1399,7 +1399,7 @@ fn continues_verbatim_still_fails_other_missing_arguments_and_a_dropped_key() {
     );
 }
 
-// ---- the §79 audit's rule over the catalogue (issue 15) ----
+// ---- the §79 audit's rule over the catalogue ----
 
 /// The requirements whose scenarios the audit went through.
 const AUDITED: &[&str] = &[
@@ -1426,7 +1426,7 @@ fn every_audited_scenario_cites_the_requirement_behind_it() {
         .filter(|s| s.id != "manifest-valid")
         .filter(|s| {
             let notes = s.notes.as_deref().unwrap_or_default();
-            !(notes.contains("REQ-") || notes.contains("CONTRACT §"))
+            !(notes.contains("REQ-") || notes.contains("docs/contract.md §"))
         })
         .map(|s| s.id)
         .collect();

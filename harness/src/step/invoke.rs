@@ -275,7 +275,7 @@ impl ScenarioState<'_> {
         if let Some(b) = &r.budget {
             // conform never passes an argument the command does not declare: only an
             // interruptible command has --budget (REQ-F-080). The job built-ins may list it
-            // either way (CONTRACT §9).
+            // either way (docs/contract.md §9).
             if let Some((path, info)) = subject.commands.command_for_args(&words)
                 && !info.interruptible()
                 && !path.starts_with("job.")

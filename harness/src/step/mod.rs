@@ -88,7 +88,7 @@ pub fn hang_charge<'a>(facts: HangFacts<'a>) -> &'a str {
 }
 
 /// The advisory note on a manifest answered bare.
-pub const BARE_MANIFEST_NOTE: &str = "the manifest command answers the manifest bare: conform accepts it (CONTRACT §2), the spec kit's manifest_valid and json_envelope refuse it (they want it as the data of an envelope)";
+pub const BARE_MANIFEST_NOTE: &str = "the manifest command answers the manifest bare: conform accepts it (docs/contract.md §2), the spec kit's manifest_valid and json_envelope refuse it (they want it as the data of an envelope)";
 
 /// The advisory note on a manifest of a newer minor version that a step validates: conform
 /// judged what its own version requires and let the fields it does not know through.

@@ -1,4 +1,4 @@
-//! The static registration rules of CONTRACT §2, each shown failing on a manifest that breaks
+//! The static registration rules of docs/contract.md §2, each shown failing on a manifest that breaks
 //! it and passing on one that keeps it, bare or wrapped in an envelope.
 
 use conform::checks::check_rule;

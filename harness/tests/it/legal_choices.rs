@@ -1,5 +1,5 @@
 //! A correct tool must not fail: each test runs conform against a tool that makes one choice the
-//! spec leaves open differently from reftool (issue 25, items 2 to 18), and asserts that the
+//! spec leaves open differently from reftool, and asserts that the
 //! scenarios about it pass (or do not apply, where the choice makes the criterion moot). The
 //! tools are pyagent with a legal variant switched on (`PYAGENT_VARIANT`, its README lists them)
 //! and the foreign-framework fixture `notes` with its spec-conforming job status.

@@ -474,28 +474,16 @@ impl App {
         let mut interrupted = false;
         let (tx, rx) = mpsc::channel();
         let run = Arc::clone(&spec.run);
-        let fault = test_fault();
         let spawned = std::thread::Builder::new().name("work".into()).spawn(move || {
-            let result = std::panic::catch_unwind(AssertUnwindSafe(|| match fault.as_deref() {
-                Some("panic") => panic!("injected fault (REFTOOL_TEST_FAULT=panic)"),
-                // Work that ignores every stop request (blocked I/O): the wall-clock limit
-                // must still end the call.
-                Some("hang") => loop {
-                    std::thread::sleep(Duration::from_secs(3600));
-                },
-                Some("undeclared-exit") => {
-                    Err(Failure::new(Exit(99), "INJECTED", "injected undeclared exit"))
-                }
-                _ => run(&mut ctx),
-            }))
-            .unwrap_or_else(|panic| {
-                let text = panic
-                    .downcast_ref::<&str>()
-                    .map(|s| (*s).to_owned())
-                    .or_else(|| panic.downcast_ref::<String>().cloned())
-                    .unwrap_or_else(|| "unknown panic".to_owned());
-                Err(Failure::internal("internal error: the command panicked").detail(text))
-            });
+            let result = std::panic::catch_unwind(AssertUnwindSafe(|| run(&mut ctx)))
+                .unwrap_or_else(|panic| {
+                    let text = panic
+                        .downcast_ref::<&str>()
+                        .map(|s| (*s).to_owned())
+                        .or_else(|| panic.downcast_ref::<String>().cloned())
+                        .unwrap_or_else(|| "unknown panic".to_owned());
+                    Err(Failure::internal("internal error: the command panicked").detail(text))
+                });
             let _ = tx.send((result, ctx));
         });
         if let Err(e) = spawned {
@@ -639,10 +627,6 @@ fn stop_failure(spec: &CommandSpec, reason: StopReason, timeout: Option<Duration
         }
         StopReason::Budget => Failure::stopped(StopReason::Budget),
     }
-}
-
-fn test_fault() -> Option<String> {
-    if super::prepare::test_mode() { std::env::var("REFTOOL_TEST_FAULT").ok() } else { None }
 }
 
 fn elapsed_ms(started: Instant) -> u64 {

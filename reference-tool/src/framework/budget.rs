@@ -1,4 +1,4 @@
-//! The sync call budget (REQ-F-080, CONTRACT §3): how long one call of an interruptible
+//! The sync call budget (REQ-F-080, docs/contract.md §3): how long one call of an interruptible
 //! command (or `job wait`) may hold its caller.
 //!
 //! Order: the `--budget` flag, then [`BUDGET_ENV`] (`AGENT_CALL_BUDGET_MS`, read under exactly

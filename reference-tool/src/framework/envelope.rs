@@ -1,4 +1,4 @@
-//! The one response writer (REQ-F-004, CONTRACT §1).
+//! The one response writer (REQ-F-004, docs/contract.md §1).
 //!
 //! Every outcome becomes one [`Response`]; [`Response::to_json`] builds the whole envelope and
 //! [`Response::render`] turns it into the bytes for stdout: exactly one JSON object (and a

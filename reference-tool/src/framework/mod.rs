@@ -48,7 +48,6 @@
 //! | `REFTOOL_STATE_BUSY_MS` | busy timeout of the state database (default 5000) |
 //! | `REFTOOL_PACE_MS` | the project-wide pacing knob: milliseconds of sleep per unit of work (0–60000, default 0), so small fixtures take seconds and limits can be provoked reliably |
 //! | `REFTOOL_TEST_MODE=1` | self-checks: undeclared exit codes, missing `effect`, progress going backwards become GENERAL_ERROR |
-//! | `REFTOOL_TEST_FAULT` | test mode only: `panic` or `undeclared-exit` injected into the work |
 //! | `AGENT_CALL_BUDGET_MS` | the call budget of interruptible commands when `--budget` is absent (malformed: a warning, the default 30000 ms) |
 //! | `REFTOOL_IDLE_TIMEOUT_MS` | test knob: overrides every command's `idle_timeout_ms` (1–86400000) |
 //!

@@ -1,5 +1,5 @@
 //! Command registration: what a command author declares, and the rules the framework enforces
-//! before a command may exist (CONTRACT §2, REQ-C-033, REQ-C-007).
+//! before a command may exist (docs/contract.md §2, REQ-C-033, REQ-C-007).
 //!
 //! A command is a [`CommandSpec`] built with its builder methods and handed to
 //! [`Registry::register`]. Registration adds the flags the framework owns and refuses, with a
@@ -417,7 +417,7 @@ impl CommandSpec {
     }
 
     /// A `job` built-in that holds its caller (`job wait`): it takes `--budget` although it
-    /// declares no interruption (CONTRACT §9 leaves that open; the manifest rule exempts
+    /// declares no interruption (docs/contract.md §9 leaves that open; the manifest rule exempts
     /// `job.*`). Refused on anything but a built-in.
     pub fn budget_flag(mut self) -> Self {
         self.takes_budget = true;

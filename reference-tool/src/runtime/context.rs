@@ -107,7 +107,7 @@ impl<'a> JobContext<'a> {
     /// below its checkpoint). Below it, the work restarts under a value the job already
     /// published: its first answer was seeded from a checkpoint that the worker then found
     /// stale (`CHECKPOINT_DISCARDED`), or a paused job's input changed. `done` never decreases
-    /// for one job (CONTRACT §4), so the job's count goes on from what it published: every
+    /// for one job (docs/contract.md §4), so the job's count goes on from what it published: every
     /// later report adds the difference to `done` and to `total`. The published `done` then
     /// counts the units this job has worked, the discarded ones included, and grows with real
     /// work (so the idle watchdog sees it move); `total` grows by the same amount, so the

@@ -2,7 +2,7 @@
 //!
 //! Jobs and checkpoints are keyed by the command path, the normalized arguments, the working
 //! directory, the tool version, a digest of stdin, the idempotency key and the instance
-//! (REQ-F-081, REQ-C-035, CONTRACT §9). [`InvocationIdentity::key`] is a stable sha256 over a
+//! (REQ-F-081, REQ-C-035, docs/contract.md §9). [`InvocationIdentity::key`] is a stable sha256 over a
 //! length-prefixed encoding of all of them, so no two different field sets can produce the same
 //! byte stream. The instance is part of the key: an invocation under another instance never
 //! attaches to, or resumes, this instance's work.

@@ -1,4 +1,4 @@
-//! The `data` of the INCOMPLETE (14) response (REQ-F-082, CONTRACT §4).
+//! The `data` of the INCOMPLETE (14) response (REQ-F-082, docs/contract.md §4).
 //!
 //! `data = {state, job_id, progress {done, total?, unit?}, continue_command, cancel_command}`,
 //! both commands shell-ready ([`super::quote`]): `sh -c "$continue_command"` runs exactly the

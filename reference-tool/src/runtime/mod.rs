@@ -1,5 +1,5 @@
 //! The interruption runtime: call budgets, detached jobs, progress, checkpoints and the
-//! INCOMPLETE response ("Work Outlives the Caller's Budget", CONTRACT §3–§6).
+//! INCOMPLETE response ("Work Outlives the Caller's Budget", docs/contract.md §3–§6).
 //!
 //! The runtime knows nothing of the framework: it takes plain values, paths, a
 //! `&rusqlite::Connection` to the state DB, and closures. One generic job store serves every

@@ -4,6 +4,8 @@
 //! temporary paths) and validated against the workspace's `schemas/`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+// A command's work returns the framework's `Failure` whole, as reftool's own commands do.
+#![allow(clippy::result_large_err)]
 
 mod support;
 
@@ -31,4 +33,5 @@ mod repeats;
 mod signals;
 mod state;
 mod stdin_spool;
+mod supervision;
 mod writers;

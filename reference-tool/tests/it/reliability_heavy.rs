@@ -714,7 +714,7 @@ fn a_reader_killed_at_random_instants_resumes_from_its_checkpoint_to_the_true_di
 }
 
 // ---------------------------------------------------------------------------------------------
-// Issue 21: a hundred random kills over import and analyze
+// A hundred random kills over import and analyze
 // ---------------------------------------------------------------------------------------------
 
 /// Import trials of the random-kill loop, and analyze trials: a hundred in all.
@@ -858,7 +858,7 @@ fn a_hundred_random_kills_over_import_and_analyze_lose_and_duplicate_nothing() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Issue 21: twenty rounds of racing writers
+// Twenty rounds of racing writers
 // ---------------------------------------------------------------------------------------------
 
 const RACE_ROUNDS: u32 = 20;
@@ -875,7 +875,7 @@ struct Racer {
 /// (as an agent would). After every round: the table holds exactly the rows of the racer whose
 /// success came last (0 rows lost, duplicated or mixed in), every success claims its file's
 /// rows, and a refusal wrote nothing (TABLE_IN_USE, or TABLE_CHANGED for a continuation whose
-/// dead predecessor's table was taken meanwhile). Before issue 21, 6 of 10 such rounds
+/// dead predecessor's table was taken meanwhile). Before tables were claimed, 6 of 10 such rounds
 /// ended with a success over a table missing part of its rows.
 #[test]
 fn twenty_rounds_of_racing_writers_leave_one_writers_rows_exactly() {
@@ -1065,12 +1065,12 @@ fn race_one(
 }
 
 // ---------------------------------------------------------------------------------------------
-// Issue 21: eight imports with one key, ten times
+// Eight imports with one key, ten times
 // ---------------------------------------------------------------------------------------------
 
 /// Eight imports sharing one idempotency key, different databases, started together, ten
 /// times: each time exactly one does the work and seven are refused, and no call crashes
-/// (before issue 21: SIGBUS, STATE_ERROR, "locking protocol", and all eight ran in 3 of 5).
+/// (before keys were reserved and the state database opened by name: SIGBUS, STATE_ERROR, "locking protocol", and all eight ran in 3 of 5).
 #[test]
 fn eight_imports_with_one_key_ten_times_run_once_and_never_crash() {
     let mut ran_once = 0;

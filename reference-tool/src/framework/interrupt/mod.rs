@@ -1,5 +1,5 @@
 //! Stage 6: the interruption runtime wired into dispatch ("Work Outlives the Caller's Budget",
-//! CONTRACT §3–§6).
+//! docs/contract.md §3–§6).
 //!
 //! [`handles`] picks the commands that go through here instead of the plain supervised run:
 //! every command declaring `interruption`, every `async` command, and the `job` built-ins;
