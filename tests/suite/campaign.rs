@@ -14,17 +14,19 @@ use reftool_faults::{FAULT_ENV, Fault};
 /// written into `dir`.
 fn profile(dir: &Path, fault: Option<Fault>) -> PathBuf {
     let reference = workspace_root().join("reference-tool");
-    let mut text = std::fs::read_to_string(reference.join("conform.toml")).unwrap();
+    let mut text =
+        std::fs::read_to_string(reference.join("conform.toml")).expect("reftool's profile");
     if let Some(fault) = fault {
         let line = format!("[tool.env]\n{FAULT_ENV} = \"{}\"\n", fault.name());
         text = text.replace("[tool.env]\n", &line);
         assert!(text.contains(&line), "reftool's profile has no [tool.env] table");
     }
-    let mut table: toml::Table = toml::from_str(&text).unwrap();
+    let mut table: toml::Table = toml::from_str(&text).expect("reftool's profile is TOML");
     crate::fixtures_paths::absolute_fixtures(&mut table, &reference);
     let name = fault.map_or("correct.toml".to_owned(), |f| format!("{}.toml", f.name()));
     let path = dir.join(name);
-    std::fs::write(&path, toml::to_string(&table).unwrap()).unwrap();
+    let text = toml::to_string(&table).expect("a TOML table");
+    std::fs::write(&path, text).expect("the profile's copy");
     path
 }
 
@@ -34,7 +36,7 @@ fn conform(dir: &Path, args: &[&str]) -> Output {
         .current_dir(dir)
         .env_remove(FAULT_ENV)
         .output()
-        .unwrap()
+        .expect("conform runs")
 }
 
 fn json(out: &Output) -> serde_json::Value {

@@ -2,7 +2,7 @@
 //!
 //! Each is a pure function of what the trial recorded (its findings, its step records), so
 //! that it can be unit-tested and replayed on stored evidence. Most are judged by the trial's
-//! own scenario steps (the epilogue's `matches_calibrated`, `progress_monotonic`, the `verify`
+//! own scenario steps (the epilogue's `matches_calibrated`, the `verify`
 //! oracle, the hold of every call, the sandbox sweep) and only *named* here
 //! ([`classify`]); two more are judged here over every response of the trial
 //! ([`progress_within_jobs`], [`envelopes`]).
@@ -194,7 +194,9 @@ pub fn classify(
         FindingKind::KillWorker => {
             return Err(format!("no worker to kill at step `{step}`: the job had ended"));
         }
-        FindingKind::ContinueCommand if step.starts_with("cancel-") => {
+        // A call that ended (its work done, or refused as it may be: stdin too slow for a
+        // tiny budget) has no cancel command: nothing to cancel, no verdict.
+        _ if step.starts_with("cancel-") && finding.message.contains("/data/cancel_command") => {
             return Err(format!("nothing to cancel at step `{step}`: the call had ended"));
         }
         FindingKind::Effect => Invariant::Effect,
@@ -226,15 +228,32 @@ pub fn classify(
 /// (`/data/job_id`). A cancel or a killed worker starts the count again: a restarted job may
 /// carry the same id (ids derived from the invocation are legal) and a resumed one starts from
 /// its last checkpoint, which may lie behind the last progress reported (`docs/contract.md`
-/// §6). `restarts` are the step names after which that holds.
-pub fn progress_within_jobs(records: &[StepRecord], restarts: &[String]) -> Vec<Violation> {
+/// §6). `restarts` are the steps before which that holds. The copies of one step
+/// (`copy_steps`) run at once: each is compared with what came before the step, never with
+/// each other (their order is not the order of their reports).
+pub fn progress_within_jobs(
+    records: &[StepRecord],
+    restarts: &[String],
+    copy_steps: &[String],
+) -> Vec<Violation> {
     let mut seen: std::collections::BTreeMap<String, (u64, String)> = Default::default();
+    let mut pending: std::collections::BTreeMap<String, (u64, String)> = Default::default();
     let mut out = Vec::new();
     let mut last_step = String::new();
     for r in records {
         let step = step_of(r).to_owned();
-        if step != last_step && restarts.iter().any(|s| *s == last_step) {
-            seen.clear();
+        if step != last_step {
+            if copy_steps.contains(&last_step) {
+                for (job, at) in std::mem::take(&mut pending) {
+                    let keep = seen.get(&job).is_some_and(|(before, _)| *before >= at.0);
+                    if !keep {
+                        seen.insert(job, at);
+                    }
+                }
+            }
+            if restarts.contains(&step) {
+                seen.clear();
+            }
         }
         last_step = step.clone();
         let Some(env) = &r.envelope else { continue };
@@ -255,7 +274,41 @@ pub fn progress_within_jobs(records: &[StepRecord], restarts: &[String]) -> Vec<
                 load_sensitive: false,
             });
         }
-        seen.insert(job.to_owned(), (done, r.name.clone()));
+        if copy_steps.contains(&step) {
+            let entry = pending.entry(job.to_owned()).or_insert((done, r.name.clone()));
+            if done > entry.0 {
+                *entry = (done, r.name.clone());
+            }
+        } else {
+            seen.insert(job.to_owned(), (done, r.name.clone()));
+        }
+    }
+    out
+}
+
+/// Identical invocations started at once (`copy_steps`, the steps with several copies) that
+/// handed off (exit 14) name one job: repeating an invocation whose job runs attaches to it
+/// (REQ-F-081). A copy that met the job's end answers its result, legally, and is left out.
+pub fn one_job(records: &[StepRecord], copy_steps: &[String]) -> Vec<Violation> {
+    let mut out = Vec::new();
+    for step in copy_steps {
+        let mut ids: Vec<&str> = records
+            .iter()
+            .filter(|r| step_of(r) == step && exit_of(r) == Some(crate::step::INCOMPLETE))
+            .filter_map(|r| r.envelope.as_ref()?.pointer("/data/job_id")?.as_str())
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        if ids.len() > 1 {
+            out.push(Violation {
+                invariant: Invariant::OneJob,
+                step: Some(step.clone()),
+                message: format!("identical invocations at once handed off to {} jobs", ids.len()),
+                expected: Some("one job id".to_owned()),
+                actual: Some(ids.join(", ")),
+                load_sensitive: false,
+            });
+        }
     }
     out
 }
@@ -310,6 +363,7 @@ pub fn judge(
     findings: &[Finding],
     records: &[StepRecord],
     restarts: &[String],
+    copy_steps: &[String],
     calibrated_exit: i32,
     harness_error: Option<&str>,
     schema_errors: &dyn Fn(&Value, i32) -> Vec<String>,
@@ -324,12 +378,17 @@ pub fn judge(
                 message: f.message.clone(),
                 expected: f.expected.clone(),
                 actual: f.actual.clone(),
-                load_sensitive: invariant.load_sensitive(),
+                // A continue loop that ran out of its bound is a bound on time too.
+                load_sensitive: invariant.load_sensitive()
+                    || matches!(f.check, FindingKind::ContinueLoop | FindingKind::Elapsed),
             }),
             Err(why) => inconclusive = Some(why),
         }
     }
-    violations.extend(progress_within_jobs(records, restarts));
+    violations.extend(progress_within_jobs(records, restarts, copy_steps));
+    if !violations.iter().any(|v| v.invariant == Invariant::OneJob) {
+        violations.extend(one_job(records, copy_steps));
+    }
     violations.extend(envelopes(records, schema_errors));
     if !violations.is_empty() {
         return TrialVerdict::Violated { violations };
@@ -385,7 +444,7 @@ mod tests {
             record("call-1", 14, incomplete("a", 5)),
             record("wait-2", 14, incomplete("a", 3)),
         ];
-        let found = progress_within_jobs(&records, &[]);
+        let found = progress_within_jobs(&records, &[], &[]);
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].invariant, Invariant::Progress);
         assert_eq!(found[0].actual.as_deref(), Some("3"));
@@ -398,13 +457,42 @@ mod tests {
             record("cancel-2", 0, json!({"ok": true})),
             record("finish", 14, incomplete("a", 1)),
         ];
-        assert!(progress_within_jobs(&records, &["cancel-2".to_owned()]).is_empty());
+        assert!(progress_within_jobs(&records, &["finish".to_owned()], &[]).is_empty());
         // Another job's progress is its own.
         let records = vec![
             record("call-1", 14, incomplete("a", 5)),
             record("finish", 14, incomplete("b", 1)),
         ];
-        assert!(progress_within_jobs(&records, &[]).is_empty());
+        assert!(progress_within_jobs(&records, &[], &[]).is_empty());
+    }
+
+    #[test]
+    fn copies_at_once_are_not_ordered_among_themselves() {
+        let steps = ["call-1".to_owned()];
+        let records = vec![
+            record("call-1#1", 14, incomplete("a", 5)),
+            record("call-1#2", 14, incomplete("a", 3)),
+            record("finish", 14, incomplete("a", 4)),
+        ];
+        let found = progress_within_jobs(&records, &[], &steps);
+        // Not the copies against each other; the run after them against the most they said.
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].step.as_deref(), Some("finish"));
+    }
+
+    #[test]
+    fn copies_that_handed_off_name_one_job() {
+        let steps = ["call-2".to_owned()];
+        let ended = record("call-2#2", 0, json!({"ok": true}));
+        let records = vec![record("call-2#1", 14, incomplete("a", 1)), ended.clone()];
+        assert!(one_job(&records, &steps).is_empty());
+        let records = vec![
+            record("call-2#1", 14, incomplete("a", 1)),
+            record("call-2#2", 14, incomplete("b", 1)),
+        ];
+        let found = one_job(&records, &steps);
+        assert_eq!(found[0].invariant, Invariant::OneJob);
+        assert_eq!(found[0].actual.as_deref(), Some("a, b"));
     }
 
     #[test]
@@ -436,6 +524,9 @@ mod tests {
         assert_eq!(c(&at(FindingKind::SameValue, "call-1")), Ok(Invariant::OneJob));
         assert_eq!(c(&at(FindingKind::Elapsed, "call-1")), Ok(Invariant::WithinBudget));
         assert!(c(&at(FindingKind::KillWorker, "kill-2")).is_err());
+        let no_cancel = Finding::new(FindingKind::JsonPointer, "no `/data/cancel_command`")
+            .at_step("cancel-2".to_owned());
+        assert!(c(&no_cancel).is_err());
         // The identical invocation that fails is the next-invocation invariant's.
         let failed = vec![record("finish-loop#1", 6, json!({}))];
         assert_eq!(
@@ -446,8 +537,11 @@ mod tests {
 
     #[test]
     fn a_trial_without_findings_held_and_one_without_its_worker_is_no_verdict() {
-        assert_eq!(judge(&[], &[], &[], 0, None, &none), TrialVerdict::Held);
+        assert_eq!(judge(&[], &[], &[], &[], 0, None, &none), TrialVerdict::Held);
         let f = Finding::new(FindingKind::KillWorker, "none").at_step("kill-2".to_owned());
-        assert!(matches!(judge(&[f], &[], &[], 0, None, &none), TrialVerdict::Inconclusive { .. }));
+        assert!(matches!(
+            judge(&[f], &[], &[], &[], 0, None, &none),
+            TrialVerdict::Inconclusive { .. }
+        ));
     }
 }

@@ -117,7 +117,12 @@ pub fn progress_line(t: &TrialRecord) -> String {
         TrialVerdict::Held => "held".to_owned(),
         TrialVerdict::Violated { violations } => {
             let names: Vec<&str> = violations.iter().map(|v| v.invariant.name()).collect();
-            format!("VIOLATED {}", names.join(", "))
+            let first = violations.first().map(|v| {
+                let at = v.step.as_deref().unwrap_or("-");
+                let actual = v.actual.as_deref().map(|a| format!(": {a}")).unwrap_or_default();
+                format!(" (at `{at}`{actual})")
+            });
+            format!("VIOLATED {}{}", names.join(", "), first.unwrap_or_default())
         }
         TrialVerdict::Inconclusive { why } => format!("no verdict ({why})"),
         TrialVerdict::Error { message } => format!("error ({message})"),
@@ -191,10 +196,9 @@ pub fn human(report: &CampaignReport) -> String {
             }
         }
         if !f.confirmed {
-            let _ = writeln!(
-                out,
-                "  not confirmed: a bound on time, not seen again with the trial alone (the machine's load)"
-            );
+            let why =
+                f.load.clone().unwrap_or_else(|| "not seen again with the trial alone".to_owned());
+            let _ = writeln!(out, "  not confirmed (a bound on time): {why}");
             continue;
         }
         let _ = writeln!(
