@@ -17,8 +17,8 @@ use reftool::framework::{CommandSpec, Ctx, Failure};
 use reftool::runtime::checkpoint::{SavedCheckpoint, file_fingerprint};
 use reftool::runtime::context::JobContext;
 use reftool::runtime::fsutil::{read_json, write_json_atomic};
-use reftool::runtime::target::TargetClaims;
 use reftool::runtime::sha256::Sha256;
+use reftool::runtime::target::TargetClaims;
 use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::Value;
 
@@ -252,8 +252,7 @@ fn trust_own_checkpoint(
     }
     let sql = format!("SELECT coalesce(max(_line), 0) FROM \"{}\"", table.replace('"', "\"\""));
     let filled: i64 = conn.query_row(&sql, [], |r| r.get(0))?;
-    let rekeyed =
-        format!("{input};{}", TargetClaims::state(&claim.stamp, u64::try_from(filled)?));
+    let rekeyed = format!("{input};{}", TargetClaims::state(&claim.stamp, u64::try_from(filled)?));
     conn.execute(
         "UPDATE reftool_checkpoints SET fingerprint = ?2 WHERE identity = ?1",
         params![identity, rekeyed],

@@ -165,3 +165,40 @@ fn active(conn: &Connection, instance: &str, key: &IdentityKey) -> bool {
     .flatten()
     .is_some()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn saved(state: serde_json::Value, fingerprint: &str) -> SavedCheckpoint {
+        SavedCheckpoint {
+            fingerprint: fingerprint.to_owned(),
+            job_id: "job_1".to_owned(),
+            done: 10,
+            state,
+            saved_at_ms: 1,
+        }
+    }
+
+    #[test]
+    fn the_first_write_has_the_new_offset_and_the_old_totals() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("checkpoint.json");
+        let new = saved(serde_json::json!({"offset": 200, "rows": 20}), "f");
+        assert_eq!(new_offset_old_totals(&path, &new), None, "no checkpoint before: one write");
+        write_json_atomic(&path, &saved(serde_json::json!({"offset": 100, "rows": 10}), "f"))
+            .unwrap();
+        let first = new_offset_old_totals(&path, &new).unwrap();
+        assert_eq!(first.state, serde_json::json!({"offset": 200, "rows": 10}));
+        let other_input = saved(serde_json::json!({"offset": 200, "rows": 20}), "g");
+        assert_eq!(new_offset_old_totals(&path, &other_input), None, "another input's");
+    }
+
+    #[test]
+    fn the_checkpoint_first_file_sits_beside_the_database() {
+        assert_eq!(
+            ahead_path(Path::new("/d/rows.db")),
+            Path::new("/d/rows.db.checkpoint-first.json")
+        );
+    }
+}

@@ -421,9 +421,8 @@ impl SqliteCheckpoints {
             state: value,
             saved_at_ms: now_ms(),
         };
-        self.commit.commit_units(tx, &self.identity, &saved, &|conn| {
-            self.save_on(conn, &text, done)
-        })?;
+        self.commit
+            .commit_units(tx, &self.identity, &saved, &|conn| self.save_on(conn, &text, done))?;
         Ok(stop.check().map_or(Flow::Continue, Flow::Stop))
     }
 
