@@ -194,7 +194,9 @@ pub fn classify(
         FindingKind::KillWorker => {
             return Err(format!("no worker to kill at step `{step}`: the job had ended"));
         }
-        FindingKind::ContinueCommand if step.starts_with("cancel-") => {
+        // A call that ended (its work done, or refused as it may be: stdin too slow for a
+        // tiny budget) has no cancel command: nothing to cancel, no verdict.
+        _ if step.starts_with("cancel-") && finding.message.contains("/data/cancel_command") => {
             return Err(format!("nothing to cancel at step `{step}`: the call had ended"));
         }
         FindingKind::Effect => Invariant::Effect,
@@ -522,6 +524,9 @@ mod tests {
         assert_eq!(c(&at(FindingKind::SameValue, "call-1")), Ok(Invariant::OneJob));
         assert_eq!(c(&at(FindingKind::Elapsed, "call-1")), Ok(Invariant::WithinBudget));
         assert!(c(&at(FindingKind::KillWorker, "kill-2")).is_err());
+        let no_cancel = Finding::new(FindingKind::JsonPointer, "no `/data/cancel_command`")
+            .at_step("cancel-2".to_owned());
+        assert!(c(&no_cancel).is_err());
         // The identical invocation that fails is the next-invocation invariant's.
         let failed = vec![record("finish-loop#1", 6, json!({}))];
         assert_eq!(
