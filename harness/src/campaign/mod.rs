@@ -9,7 +9,7 @@
 //! signals, the sweep), then judges what the trial recorded against the invariants
 //! ([`invariant`]). The first violation that holds (a bound on time holds only once seen again
 //! alone) stops the campaign unless `--keep-going`; it is shrunk to a minimal schedule that
-//! still fails ([`shrink`]), re-run to tell how often it reproduces, and reported with a
+//! still fails (shrinking, in this module), re-run to tell how often it reproduces, and reported with a
 //! replay command; `--save-failures DIR` keeps it as a scenario file `conform run --scenarios
 //! DIR` executes.
 //!
