@@ -45,7 +45,8 @@ const LAYERS: &[&str] = &[
     "summary",
     "event",
     "run",
-    // after the run: marks, reporters, the binary's edge
+    // after the run: campaigns of runs, marks, reporters, the binary's edge
+    "campaign",
     "baseline",
     "snapshot",
     "report",
