@@ -106,3 +106,25 @@ value = "json"
 alternate_value = "text"
 positional = "site"
 "#;
+
+/// pyagent, the independent Python implementation in the workspace's fixtures, and a copy of
+/// its profile (its fixtures beside it) edited by `edit`: the temporary directory holding the
+/// copy, the tool, the profile.
+pub fn pyagent_with(edit: impl Fn(&str) -> String) -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/tools/pyagent");
+    let profile = root.join("fixtures/conform.toml");
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let fixtures = std::fs::read_dir(profile.parent().expect("the profile's directory"))
+        .expect("pyagent's fixtures");
+    for entry in fixtures {
+        let path = entry.expect("a fixture").path();
+        if path.is_file() && path.file_name() != profile.file_name() {
+            let name = path.file_name().expect("a file name");
+            std::fs::copy(&path, dir.path().join(name)).expect("a fixture copied");
+        }
+    }
+    let text = std::fs::read_to_string(&profile).expect("pyagent's profile");
+    let copy = dir.path().join("conform.toml");
+    std::fs::write(&copy, edit(&text)).expect("the profile's copy written");
+    (dir, root.join("pyagent.py"), copy)
+}

@@ -8,31 +8,17 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::support::{code, conform, errors, stdout_json, validator};
-
-fn pyagent_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/tools/pyagent")
-}
+use crate::support::{code, conform, errors, pyagent_with, stdout_json, validator};
 
 /// pyagent with these variants (`PYAGENT_VARIANT`, comma-separated), and a copy of its profile
 /// (its fixtures beside it) edited by `edit`: the temporary directory, the tool, the profile.
 fn pyagent(variants: &str, edit: impl Fn(&str) -> String) -> (tempfile::TempDir, PathBuf, PathBuf) {
-    let root = pyagent_dir();
-    let profile = root.join("fixtures/conform.toml");
-    let dir = tempfile::tempdir().unwrap();
-    for entry in std::fs::read_dir(profile.parent().unwrap()).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_file() && path.file_name() != profile.file_name() {
-            std::fs::copy(&path, dir.path().join(path.file_name().unwrap())).unwrap();
-        }
-    }
-    let text = std::fs::read_to_string(&profile).unwrap();
-    assert!(text.contains("[tool.env]\n"), "the profile's [tool.env] table moved");
-    let text =
-        text.replace("[tool.env]\n", &format!("[tool.env]\nPYAGENT_VARIANT = {variants:?}\n"));
-    let copy = dir.path().join("conform.toml");
-    std::fs::write(&copy, edit(&text)).unwrap();
-    (dir, root.join("pyagent.py"), copy)
+    pyagent_with(|text| {
+        assert!(text.contains("[tool.env]\n"), "the profile's [tool.env] table moved");
+        edit(
+            &text.replace("[tool.env]\n", &format!("[tool.env]\nPYAGENT_VARIANT = {variants:?}\n")),
+        )
+    })
 }
 
 /// conform's JSON report of `tool` under `profile`, limited to `only`, with `args`.

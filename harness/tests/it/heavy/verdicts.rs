@@ -4,7 +4,7 @@
 //! played by one that declares what it needs.
 
 use crate::support::{
-    code, conform, errors, fake_profile, faketool, status_of, stdout_json, validator,
+    code, conform, errors, fake_profile, faketool, pyagent_with, status_of, stdout_json, validator,
 };
 
 /// conform's JSON report of `tool` under `profile` with `args`.
@@ -80,27 +80,6 @@ fn a_timing_failure_that_repeats_alone_is_confirmed() {
     let finding = &s["findings"][0];
     assert_eq!(finding["check"], "elapsed", "{s:#}");
     assert!(finding["actual"].as_str().unwrap().ends_with(" ms"), "{finding:#}");
-}
-
-/// pyagent, the independent Python implementation, and a copy of its profile (with its
-/// fixtures beside it) edited by `edit`.
-fn pyagent_with(
-    edit: impl Fn(&str) -> String,
-) -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
-    let root =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/tools/pyagent");
-    let profile = root.join("fixtures/conform.toml");
-    let dir = tempfile::tempdir().unwrap();
-    for entry in std::fs::read_dir(profile.parent().unwrap()).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_file() && path.file_name() != profile.file_name() {
-            std::fs::copy(&path, dir.path().join(path.file_name().unwrap())).unwrap();
-        }
-    }
-    let edited = edit(&std::fs::read_to_string(&profile).unwrap());
-    let copy = dir.path().join("conform.toml");
-    std::fs::write(&copy, edited).unwrap();
-    (dir, root.join("pyagent.py"), copy)
 }
 
 /// A `job wait` that blocks until the job ends answers the job's final response: a premise
