@@ -34,7 +34,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::exec;
-use crate::scenario::{Declaration, Obligation};
+use crate::scenario::{Declaration, Obligation, Scenario};
 
 /// Why a scenario did not run. Reports show its sentence (its `Display`, also its JSON form);
 /// coverage reads the kind ([`crate::summary`] derives the missing roles from it).
@@ -350,6 +350,16 @@ pub enum Note {
     /// file)`, `path (changed directory)`, ...): writes of the tool outside HOME, TMPDIR and
     /// its working directory, or of another process meanwhile (see `conform manual hostile`).
     OutsideWrites(Vec<String>),
+    /// A scenario of several `attempts`: the one that gave the result (the first that did not
+    /// pass, or the last).
+    Attempts {
+        /// Which attempt, from 1.
+        attempt: u32,
+        /// How many the scenario asks for.
+        attempts: u32,
+        /// Whether it passed (then every attempt did).
+        passed: bool,
+    },
 }
 
 /// How many outside entries a note names; the rest are counted.
@@ -387,6 +397,17 @@ impl fmt::Display for Note {
             Note::SnapshotUpdated { path } => write!(f, "snapshot updated: {path}"),
             Note::Advisory(text) => f.write_str(text),
             Note::CancelFailed(cancel) => write!(f, "clean-up: a cancel failed: {cancel}"),
+            Note::Attempts { attempts, passed: true, .. } => {
+                write!(f, "passed all {attempts} attempts")
+            }
+            Note::Attempts { attempt: 1, attempts, passed: false } => {
+                write!(f, "failed on its first attempt of {attempts}")
+            }
+            Note::Attempts { attempt, attempts, passed: false } => write!(
+                f,
+                "failed on attempt {attempt} of {attempts}, after {} that passed: the failure shows in some runs only",
+                attempt - 1
+            ),
             Note::OutsideWrites(changes) => {
                 let named: Vec<&str> =
                     changes.iter().take(OUTSIDE_NAMED).map(String::as_str).collect();
@@ -1180,6 +1201,25 @@ pub struct FirstRun {
 }
 
 impl ScenarioResult {
+    /// A result of this scenario with this status and nothing else yet.
+    pub fn of(s: &Scenario, status: Status) -> ScenarioResult {
+        ScenarioResult {
+            id: s.id.clone(),
+            requirement: s.requirement.clone(),
+            criterion: s.criterion.clone(),
+            level: s.level,
+            tags: s.tags.clone(),
+            status,
+            findings: Vec::new(),
+            notes: Vec::new(),
+            steps: Vec::new(),
+            actions: Vec::new(),
+            duration_ms: 0,
+            baseline: None,
+            first_run: None,
+        }
+    }
+
     /// Whether this result's verdict needs a run alone before it stands: a failure of a
     /// scenario whose outcome depends on timing (it calibrates a role's work, or a finding is
     /// about time), or a premise the load may have denied. `timed` says whether the scenario

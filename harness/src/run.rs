@@ -140,10 +140,7 @@ impl Engine {
                         let i = next.fetch_add(1, Ordering::SeqCst);
                         let Some(p) = planned.get(i) else { break };
                         let ran = self.run_planned(p, &self.calibrator, gate, events);
-                        let ran = match ran
-                            .result
-                            .wants_confirmation(p.scenario.needs_calibration())
-                        {
+                        let ran = match ran.result.wants_confirmation(p.scenario.timed()) {
                             true if !crate::interrupt::interrupted() => {
                                 events.send(Event::ScenarioToConfirm(Box::new(ran.result.clone())));
                                 ran
@@ -184,7 +181,7 @@ impl Engine {
                 Some(ran) => ran.result,
                 None => {
                     let message = "the scenario's worker thread failed".to_owned();
-                    result_for(p.scenario, Status::Error { message })
+                    ScenarioResult::of(p.scenario, Status::Error { message })
                 }
             })
             .collect()
@@ -199,8 +196,8 @@ impl Engine {
         events: &EventSender,
     ) -> Ran {
         let (mut result, root) = match self.skip_for(p) {
-            Some(reason) => (result_for(p.scenario, Status::Skip { reason }), None),
-            None => self.run_scenario_rooted(p.scenario, events, calibrator, gate),
+            Some(reason) => (ScenarioResult::of(p.scenario, Status::Skip { reason }), None),
+            None => self.run_attempts(p.scenario, events, calibrator, gate),
         };
         // A scenario that ended after the signal had its processes killed under it: what it
         // saw is no verdict.
@@ -209,6 +206,30 @@ impl Engine {
             result.findings.clear();
         }
         Ran { result, root, finished: false }
+    }
+
+    /// Runs the scenario as many times as its `attempts` ask, until one attempt does not
+    /// pass: that attempt is the result, with a note of which it was.
+    fn run_attempts(
+        &self,
+        scenario: &Scenario,
+        events: &EventSender,
+        calibrator: &Calibrator,
+        gate: &Gate,
+    ) -> (ScenarioResult, Option<PathBuf>) {
+        let attempts = scenario.attempts.unwrap_or(1).max(1);
+        let mut attempt = 1;
+        loop {
+            let (mut result, root) = self.run_scenario_rooted(scenario, events, calibrator, gate);
+            let passed = result.status == Status::Pass;
+            if attempts > 1 && (!passed || attempt == attempts) {
+                result.notes.push(Note::Attempts { attempt, attempts, passed });
+            }
+            if !passed || attempt == attempts || crate::interrupt::interrupted() {
+                return (result, root);
+            }
+            attempt += 1;
+        }
     }
 
     /// A result that stands: finished (baseline, snapshots) and reported.
@@ -222,7 +243,7 @@ impl Engine {
     /// Runs one scenario to its result (never panics on the tool's behaviour), alone.
     pub fn run_scenario(&self, scenario: &Scenario) -> ScenarioResult {
         let events = EventSender::discarding();
-        self.run_scenario_rooted(scenario, &events, &self.calibrator, &Gate::Open).0
+        self.run_attempts(scenario, &events, &self.calibrator, &Gate::Open).0
     }
 
     /// Runs one scenario; also returns the root of the sandbox it ran in (gone by now, but its
@@ -239,7 +260,7 @@ impl Engine {
         let started = Instant::now();
         let outside_before = self.outside.look();
         // Every path below sets the status it ends with.
-        let mut result = result_for(scenario, Status::Pass);
+        let mut result = ScenarioResult::of(scenario, Status::Pass);
         // A manifest command that never answered is not run again: its run is the headline.
         if scenario.tags.iter().any(|t| t == HEADLINE_TAG)
             && let Some(finding) = self.discovery.headline_finding()
@@ -404,25 +425,6 @@ impl Engine {
 /// The longest idle timeout conform waits out to see a stalled job end (`{idle_timeout}`):
 /// a minute, so a stall is judged within about two.
 pub const MAX_IDLE_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
-
-/// A result of this scenario with this status and nothing else yet.
-fn result_for(s: &Scenario, status: Status) -> ScenarioResult {
-    ScenarioResult {
-        id: s.id.clone(),
-        requirement: s.requirement.clone(),
-        criterion: s.criterion.clone(),
-        level: s.level,
-        tags: s.tags.clone(),
-        status,
-        findings: Vec::new(),
-        notes: Vec::new(),
-        steps: Vec::new(),
-        actions: Vec::new(),
-        duration_ms: 0,
-        baseline: None,
-        first_run: None,
-    }
-}
 
 /// A scenario's result as the engine carries it between its first run and its verdict.
 struct Ran {

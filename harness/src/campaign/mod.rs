@@ -601,9 +601,13 @@ impl Campaign<'_> {
                 requirement,
                 criterion: &criterion_of(failure.invariant),
                 origin: &format!(
-                    "seed {seed}, trial {}, invariant {}",
-                    failure.trial.trial, failure.invariant
+                    "seed {seed}, trial {}, invariant {}; it broke the invariant in {} of {} runs here",
+                    failure.trial.trial,
+                    failure.invariant,
+                    failure.reproduced,
+                    failure.reproduce_runs
                 ),
+                attempts: kept_attempts(failure.reproduced, failure.reproduce_runs),
             },
         );
         let req_dir = dir.join(requirement);
@@ -623,6 +627,28 @@ impl Campaign<'_> {
 /// The id of a kept failure's scenario.
 pub fn failure_id(seed: u64, trial: u64, invariant: Invariant) -> String {
     format!("campaign-{seed}-{trial}-{}", invariant.name())
+}
+
+/// The most attempts a kept failure's scenario asks for: each is a whole run of the schedule
+/// on the correct tool too.
+pub const MOST_KEPT_ATTEMPTS: u32 = 20;
+const _: () = assert!(MOST_KEPT_ATTEMPTS <= crate::catalogue::MAX_ATTEMPTS);
+
+/// How many attempts a kept failure's scenario asks for (its `attempts`): enough that a failure
+/// that broke the invariant in `reproduced` of `runs` runs here shows in 99 % of `conform run`s,
+/// at half that rate (a vendor's CI machine is seldom as quiet as the one that found it, and a
+/// narrow window needs a quiet one), and at most [`MOST_KEPT_ATTEMPTS`]. A failure seen in every
+/// run needs one.
+pub fn kept_attempts(reproduced: u32, runs: u32) -> u32 {
+    if runs == 0 || reproduced >= runs {
+        return 1;
+    }
+    let rate = f64::from(reproduced) / f64::from(runs) / 2.0;
+    if rate <= 0.0 {
+        return MOST_KEPT_ATTEMPTS;
+    }
+    let needed = (0.01f64.ln() / (1.0 - rate).ln()).ceil();
+    (needed as u32).clamp(1, MOST_KEPT_ATTEMPTS)
 }
 
 /// The criterion of a kept failure's scenario.
@@ -661,6 +687,7 @@ fn scenario_of(
         requirement,
         criterion: "the work survives this schedule of interruptions",
         origin,
+        attempts: 1,
     };
     let text = schedule::to_scenario(s, false, &heading);
     crate::catalogue::parse_scenario(&format!("{requirement}/{id}.toml"), &text)
@@ -695,4 +722,20 @@ pub fn read_schedule(path: &Path) -> Result<Schedule, String> {
 /// Shared by the CLI: the time a campaign takes by default, as a [`Duration`].
 pub fn default_duration() -> Duration {
     Duration::from_secs_f64(DEFAULT_MINUTES * 60.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rarer_failure_asks_for_more_attempts_within_the_bounds() {
+        assert_eq!(kept_attempts(10, 10), 1, "seen every time: once is enough");
+        assert_eq!(kept_attempts(0, 0), 1, "not reproduced at all: nothing measured");
+        // Half of 8 in 10 is 0.4: 1 - 0.6^10 > 0.99 > 1 - 0.6^9.
+        assert_eq!(kept_attempts(8, 10), 10);
+        assert!(kept_attempts(5, 10) > kept_attempts(8, 10));
+        assert_eq!(kept_attempts(3, 10), MOST_KEPT_ATTEMPTS);
+        assert_eq!(kept_attempts(0, 10), MOST_KEPT_ATTEMPTS);
+    }
 }

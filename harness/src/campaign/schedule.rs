@@ -468,6 +468,8 @@ pub struct ScenarioHeading<'a> {
     pub criterion: &'a str,
     /// Where the schedule came from (seed, trial), for the notes.
     pub origin: &'a str,
+    /// How many times a run tries the scenario (`attempts`; 1 writes none).
+    pub attempts: u32,
 }
 
 /// The schedule as an ordinary scenario file: the events as steps (`run` with `count` and
@@ -486,6 +488,9 @@ pub fn to_scenario(s: &Schedule, one_job: bool, heading: &ScenarioHeading<'_>) -
     out.push_str("level = \"must\"\n");
     out.push_str(&format!("roles = [{}]\n", q(&s.role)));
     out.push_str("tags = [\"campaign\"]\n");
+    if heading.attempts > 1 {
+        out.push_str(&format!("attempts = {}\n", heading.attempts));
+    }
     out.push_str(&format!(
         "notes = {}\n",
         q(&format!(
@@ -718,10 +723,13 @@ mod tests {
                 requirement: "REQ-C-035",
                 criterion: "the work survives every interruption of its schedule",
                 origin: "seed 11, trial 0",
+                attempts: 1 + trial as u32 % 3 * 9,
             };
             let text = to_scenario(&s, s.role == "detach", &heading);
             let parsed = crate::catalogue::parse_scenario("REQ-C-035/campaign-11-0.toml", &text);
-            assert!(parsed.is_ok(), "{text}\n{parsed:?}");
+            let Ok(parsed) = parsed else { panic!("{text}\n{parsed:?}") };
+            let asked = (heading.attempts > 1).then_some(heading.attempts);
+            assert_eq!(parsed.attempts, asked, "{text}");
         }
     }
 }

@@ -6,6 +6,7 @@
 //! its key's validation beside its judge.
 
 mod validate;
+pub use validate::MAX_ATTEMPTS;
 
 use std::collections::BTreeSet;
 

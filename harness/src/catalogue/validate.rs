@@ -11,6 +11,9 @@ use crate::scenario::{
     walk_template,
 };
 
+/// The most attempts a scenario may ask for: each is a whole run of it.
+pub const MAX_ATTEMPTS: u32 = 50;
+
 pub(super) fn validate(s: &Scenario) -> Result<(), String> {
     let id_ok = |v: &str| {
         !v.is_empty()
@@ -28,6 +31,11 @@ pub(super) fn validate(s: &Scenario) -> Result<(), String> {
     }
     if s.steps.is_empty() {
         return Err("a scenario needs at least one step".into());
+    }
+    if let Some(attempts) = s.attempts
+        && !(1..=MAX_ATTEMPTS).contains(&attempts)
+    {
+        return Err(format!("attempts must be between 1 and {MAX_ATTEMPTS}, not {attempts}"));
     }
     let roles: BTreeSet<&str> = s.roles.iter().map(String::as_str).collect();
     for role in &roles {

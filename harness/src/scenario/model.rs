@@ -174,6 +174,12 @@ pub struct Scenario {
     /// commands have it.
     #[serde(default)]
     pub role_declares: Option<Declaration>,
+    /// How many times a run tries the scenario: it fails on the first attempt that fails and
+    /// passes only when every attempt passes. For a race or a kill window that shows in some
+    /// runs only (a failure `conform campaign` kept, with the rate it measured): judged once,
+    /// such a scenario would be a red that turns green on retry.
+    #[serde(default)]
+    pub attempts: Option<u32>,
     /// What to do, in order.
     pub steps: Vec<Step>,
 }
@@ -1062,6 +1068,15 @@ impl Scenario {
             })
                 || matches!(s, Step::Verify(_))
         })
+    }
+
+    /// Whether a failure of the scenario may be the machine's load because it runs a
+    /// calibrated role's work (then conform runs it again alone before its verdict). A
+    /// scenario of several `attempts` already says that its failure shows in some runs only:
+    /// a run alone that does not show it again proves nothing, so only a finding about time
+    /// sends it back.
+    pub fn timed(&self) -> bool {
+        self.needs_calibration() && self.attempts.unwrap_or(1) <= 1
     }
 
     /// Whether a template of the scenario uses `{idle_timeout}`.

@@ -237,6 +237,46 @@ fn a_destructive_command_outside_the_profile_is_never_run() {
     assert!(calls.contains("manifest"), "discovery must have run: {calls:?}");
 }
 
+/// A scenario of several attempts fails on the first attempt that fails and passes only when
+/// every attempt passes; the note says which attempt gave the verdict.
+#[test]
+fn a_scenario_of_several_attempts_fails_on_the_first_that_fails() {
+    use conform::catalogue::parse_scenario;
+    use conform::outcome::Status;
+    use conform::profile::Profile;
+    use conform::run::Engine;
+
+    let dir = tempfile::tempdir().unwrap();
+    let profile = Profile::parse(&dir.path().join("conform.toml"), "").unwrap();
+    let engine = Engine::new(faketool(), profile, false);
+    // Each attempt counts itself in a file outside its sandbox; the step fails once the
+    // count reaches `fails_from`.
+    let run = |name: &str, fails_from: u32| {
+        let counter = dir.path().join(name);
+        let text = format!(
+            "id = \"s\"\nrequirement = \"REQ-F-080\"\ncriterion = \"c\"\nlevel = \"must\"\nattempts = 3\n\
+             [[steps]]\naction = \"shell\"\nname = \"count\"\n\
+             command = \"n=$(( $(cat {c} 2>/dev/null || echo 0) + 1 )); echo $n > {c}; test $n -lt {fails_from}\"\n",
+            c = counter.display()
+        );
+        let result = engine.run_scenario(&parse_scenario("REQ-F-080/s.toml", &text).unwrap());
+        let count = std::fs::read_to_string(&counter).unwrap().trim().parse::<u32>().unwrap();
+        let notes: Vec<String> = result.notes.iter().map(ToString::to_string).collect();
+        (result.status, count, notes.join("; "))
+    };
+    let (status, count, notes) = run("fails-second", 2);
+    assert_eq!(status, Status::Fail, "{notes}");
+    assert_eq!(count, 2, "the attempt after the failing one never runs");
+    assert!(notes.contains("failed on attempt 2 of 3"), "{notes}");
+    let (status, count, notes) = run("never-fails", 9);
+    assert_eq!(status, Status::Pass, "{notes}");
+    assert_eq!(count, 3, "every attempt runs");
+    assert!(notes.contains("passed all 3 attempts"), "{notes}");
+    let (status, count, notes) = run("fails-first", 1);
+    assert_eq!((status, count), (Status::Fail, 1), "{notes}");
+    assert!(notes.contains("failed on its first attempt of 3"), "{notes}");
+}
+
 /// pyagent, the independent Python implementation in the workspace's fixtures.
 fn pyagent() -> (std::path::PathBuf, std::path::PathBuf) {
     let root =
