@@ -523,13 +523,18 @@ impl Campaign<'_> {
         let mut kept: Vec<Failure> = Vec::new();
         let mut sorted: Vec<&TrialRecord> = trials.iter().collect();
         sorted.sort_by_key(|t| t.trial);
-        for record in sorted {
-            let TrialVerdict::Violated { violations } = &record.verdict else { continue };
-            // A violation no load can make comes first.
-            let Some(first) = violations.iter().find(|v| !v.load_sensitive).or(violations.first())
-            else {
-                continue;
+        // Each invariant a trial broke is kept once, from the first trial that broke it; a
+        // violation no load can make comes first within a trial.
+        let broken = sorted.into_iter().flat_map(|record| {
+            let violations = match &record.verdict {
+                TrialVerdict::Violated { violations } => violations.as_slice(),
+                _ => &[],
             };
+            let solid = violations.iter().filter(|v| !v.load_sensitive);
+            let timing = violations.iter().filter(|v| v.load_sensitive);
+            solid.chain(timing).map(move |v| (record, v))
+        });
+        for (record, first) in broken {
             let invariant = first.invariant;
             if kept.iter().any(|f| f.invariant == invariant) || crate::interrupt::interrupted() {
                 continue;
