@@ -329,8 +329,12 @@ fn work(ctx: &mut Ctx, job: &mut JobContext<'_>) -> Result<Value, Failure> {
             filling = Some(tx);
             continue;
         }
-        let flow = job.commit_with(&checkpoints, tx, &state, state.rows);
-        safe_point(flow).map_err(|f| discard_on_cancel(f, &checkpoints, &db))?;
+        // A commit that fails is the target database's failure (a full disk, a write past
+        // `ulimit -f`), said as such rather than as reftool's own.
+        let flow = job
+            .commit_with(&checkpoints, tx, &state, state.rows)
+            .map_err(|e| checkpoint_failure(&e, "save", &db_file))?;
+        safe_point(Ok(flow)).map_err(|f| discard_on_cancel(f, &checkpoints, &db))?;
     }
 }
 
