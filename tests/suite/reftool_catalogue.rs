@@ -196,6 +196,7 @@ mod heavy {
         budget_in_seconds_is_understood => "budget-in-seconds-is-understood",
         budget_zero_runs_to_the_end => "budget-zero-runs-to-the-end",
         budget_zero_stops_at_the_timeout => "budget-zero-stops-at-the-timeout",
+        lifetime_bounds_the_work_without_timeout => "lifetime-bounds-the-work-without-timeout",
         default_budget_is_30_seconds => "default-budget-is-30-seconds",
         env_budget_applies => "env-budget-applies",
         plain_command_ignores_budget_env => "plain-command-ignores-budget-env",
