@@ -732,6 +732,12 @@ impl ScenarioState<'_> {
         let Some(missed) = self.check_one(premise, &self.observations[i]).into_iter().next() else {
             return Premise::Met;
         };
+        // A call conform killed at its limit did not end by itself: no legal miss, whatever
+        // the premise waited for (a tool that ignores its lifetime would otherwise be skipped
+        // for running on). The step's own checks report the kill.
+        if missed.check == FindingKind::Timeout {
+            return Premise::MissedIllegally(Vec::new());
+        }
         let illegal = match from {
             Some(origin) => self.cancelled_job_ended_on_its_own(step, origin),
             None if self.observations[i].exit_code() != Some(INCOMPLETE) => {
