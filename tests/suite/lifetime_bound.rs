@@ -5,6 +5,8 @@
 //! tool that ignores its lifetime with work longer than conform's limit fails, never skips for
 //! running on.
 
+#![allow(clippy::unwrap_used)]
+
 use conform_workspace::{workspace_bin, workspace_root};
 use reftool_faults::{FAULT_ENV, Fault};
 
