@@ -376,6 +376,12 @@ faults! {
     ///
     /// Acts: argv in: an interruptible command's `--timeout` is dropped.
     JobTimeoutSpansOneCall = "job-timeout-spans-one-call",
+    /// Without `--timeout`, a detaching command's work is not bounded by the
+    /// `max_lifetime_ms` it declares: it runs to its end however long that takes (without
+    /// `--timeout`, the lifetime bounds the whole work).
+    ///
+    /// Acts: argv in: a detaching command without `--timeout` runs as with `--timeout 0`.
+    LifetimeIgnored = "lifetime-ignored",
     /// With `--budget 0` an interruptible command drops its `--timeout` and runs to the end of
     /// the work (`--budget 0` returns when the work ends or `--timeout` fires).
     ///

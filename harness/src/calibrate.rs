@@ -102,7 +102,7 @@ impl Calibration {
     }
 
     /// What the duration variable `name` is worth, in words: the formula [`Calibration::var`]
-    /// computes (and, for `{slack}`, `{startup}` and `{idle_timeout}`, where the step stage
+    /// computes (and, for `{slack}`, `{startup}`, `{idle_timeout}` and `{max_lifetime}`, where the step stage
     /// takes it). `conform explain` prints it beside each variable a scenario uses.
     pub fn formula(name: &str) -> Option<&'static str> {
         Some(match name {
@@ -118,6 +118,9 @@ impl Calibration {
             "startup" => "how long the tool's manifest command took at discovery (once per run)",
             "idle_timeout" => {
                 "the `interruption.idle_timeout_ms` the primary role's command declares (REQ-F-081's 300000 ms when none)"
+            }
+            "max_lifetime" => {
+                "the `interruption.max_lifetime_ms` the primary role's command declares (REQ-F-081's 3600000 ms when none)"
             }
             _ => return None,
         })

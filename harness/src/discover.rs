@@ -203,6 +203,24 @@ pub fn discover(tool: &Tool, profile: &Profile) -> DiscoveryRun {
 /// force): `interruption.idle_timeout_ms` of the command, or REQ-F-081's default of 300000 ms
 /// when it declares none. `Err` says why it could not be read.
 pub fn idle_timeout_of(subject: &Subject, role_name: &str) -> Result<Duration, String> {
+    declared_limit_of(subject, role_name, "/interruption/idle_timeout_ms", DEFAULT_IDLE_TIMEOUT)
+}
+
+/// The lifetime of a role's command's work without `--timeout`, as the manifest declares it
+/// when run with the role's environment: `interruption.max_lifetime_ms`, or REQ-F-081's default
+/// of 3600000 ms when it declares none.
+pub fn max_lifetime_of(subject: &Subject, role_name: &str) -> Result<Duration, String> {
+    declared_limit_of(subject, role_name, "/interruption/max_lifetime_ms", DEFAULT_MAX_LIFETIME)
+}
+
+/// A limit in milliseconds at `pointer` of the entry of the role's command in the manifest the
+/// tool prints with the role's environment, or `default` when the entry declares none.
+fn declared_limit_of(
+    subject: &Subject,
+    role_name: &str,
+    pointer: &str,
+    default: Duration,
+) -> Result<Duration, String> {
     let profile = &subject.profile;
     let role = profile.role(role_name).ok_or_else(|| format!("no role `{role_name}`"))?;
     let (path, _) = subject
@@ -226,13 +244,16 @@ pub fn idle_timeout_of(subject: &Subject, role_name: &str) -> Result<Duration, S
     let declared = unwrap_manifest(&response)
         .get("commands")
         .and_then(|c| c.get(path))
-        .and_then(|c| c.pointer("/interruption/idle_timeout_ms"))
+        .and_then(|c| c.pointer(pointer))
         .and_then(Value::as_u64);
-    Ok(declared.map_or(DEFAULT_IDLE_TIMEOUT, Duration::from_millis))
+    Ok(declared.map_or(default, Duration::from_millis))
 }
 
 /// REQ-F-081's idle timeout of a job whose command declares none.
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// REQ-F-081's lifetime of work whose command declares none (one hour).
+pub const DEFAULT_MAX_LIFETIME: Duration = Duration::from_secs(3600);
 
 /// What conform knows about one command of the manifest.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -366,4 +387,69 @@ impl Commands {
             self.by_path.get_key_value(&path).map(|(k, v)| (k.as_str(), v))
         })
     }
+}
+
+/// The longest idle timeout conform waits out to see a stalled job end (`{idle_timeout}`):
+/// a minute, so a stall is judged within about two.
+pub const MAX_IDLE_WAIT: Duration = Duration::from_secs(60);
+
+/// The longest lifetime conform waits out to see work ended by it (`{max_lifetime}`): a
+/// minute, as for a stall.
+pub const MAX_LIFETIME_WAIT: Duration = Duration::from_secs(60);
+
+/// The limits a scenario's templates read from the manifest its primary role's command
+/// declares with the role's environment: `{idle_timeout}` and `{max_lifetime}`, each only when
+/// the scenario uses it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DeclaredLimits {
+    /// `{idle_timeout}`.
+    pub idle_timeout: Option<Duration>,
+    /// `{max_lifetime}`.
+    pub max_lifetime: Option<Duration>,
+}
+
+/// Why a scenario's declared limits give no value to wait for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LimitsProblem {
+    /// Too long to wait for, as the profile stands: the scenario is skipped with this reason.
+    Skip(SkipReason),
+    /// The manifest could not be read with the role's environment: an error of the scenario.
+    Error(String),
+}
+
+/// The limits `scenario` uses, read from the manifest with its primary role's environment.
+/// A limit over a minute skips the scenario: an idle timeout as the profile's to shorten
+/// ([`SkipReason::ProfileProblem`]), a lifetime as [`SkipReason::NoShortLifetime`], since the
+/// spec asks no tool for a way to shorten its lifetime (the manual's "running", on the gate).
+pub fn declared_limits(
+    subject: &Subject,
+    scenario: &Scenario,
+) -> Result<DeclaredLimits, LimitsProblem> {
+    let mut limits = DeclaredLimits::default();
+    let Some(role) = scenario.primary_role() else { return Ok(limits) };
+    if scenario.uses_idle_timeout() {
+        let idle = idle_timeout_of(subject, role).map_err(LimitsProblem::Error)?;
+        if idle > MAX_IDLE_WAIT {
+            return Err(LimitsProblem::Skip(SkipReason::ProfileProblem {
+                why: format!(
+                    "role `{role}`'s command declares an idle timeout of {} ms with the role's environment, too long to wait for a stall (at most {} ms); give the role an environment under which the tool declares a shorter `idle_timeout_ms`",
+                    idle.as_millis(),
+                    MAX_IDLE_WAIT.as_millis()
+                ),
+            }));
+        }
+        limits.idle_timeout = Some(idle);
+    }
+    if scenario.uses_max_lifetime() {
+        let lifetime = max_lifetime_of(subject, role).map_err(LimitsProblem::Error)?;
+        if lifetime > MAX_LIFETIME_WAIT {
+            return Err(LimitsProblem::Skip(SkipReason::NoShortLifetime {
+                role: role.to_owned(),
+                declared_ms: Some(u64::try_from(lifetime.as_millis()).unwrap_or(u64::MAX)),
+                max_ms: u64::try_from(MAX_LIFETIME_WAIT.as_millis()).unwrap_or(u64::MAX),
+            }));
+        }
+        limits.max_lifetime = Some(lifetime);
+    }
+    Ok(limits)
 }

@@ -40,6 +40,9 @@ fn role_hint(role: &str) -> &'static str {
         "failing" => {
             "detach: true; an input on which it fails with its own exit after seconds of work"
         }
+        "short_lifetime" => {
+            "interruption; set, in its env, the tool's own setting that makes it declare a max_lifetime_ms of a few seconds, shorter than its work (optional: without it the lifetime is not judged)"
+        }
         "plain_slow" => {
             "no interruption; conform cuts it with --timeout, so give it seconds of work (a run under 1.2 s is skipped as too short)"
         }

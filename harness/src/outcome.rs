@@ -113,6 +113,21 @@ pub enum SkipReason {
         /// What happened and what to set.
         why: String,
     },
+    /// The scenario waits out the lifetime a role's command declares (`max_lifetime_ms`, the
+    /// bound on the whole work without `--timeout`), and the profile gives it none short
+    /// enough to wait for: no such role, or one whose command declares over `max_ms` with the
+    /// role's environment. The spec asks no tool for a way to shorten its lifetime, so a tool
+    /// without one is not charged with it: not a reason of the vendor's
+    /// ([`SkipReason::vendor_can_fix`]), though the coverage lists the skip.
+    NoShortLifetime {
+        /// The role.
+        role: String,
+        /// The lifetime its command declares with the role's environment; `None` when the
+        /// profile defines no such role.
+        declared_ms: Option<u64>,
+        /// The longest lifetime conform waits out.
+        max_ms: u64,
+    },
     /// conform was interrupted (Ctrl-C, SIGTERM) before the scenario finished: what it saw
     /// is not a verdict.
     Interrupted,
@@ -179,6 +194,7 @@ impl SkipReason {
             | SkipReason::NoManifest { .. }
             | SkipReason::ToolUnusable { .. }
             | SkipReason::Interrupted
+            | SkipReason::NoShortLifetime { .. }
             | SkipReason::HangJudgedElsewhere { .. } => false,
         }
     }
@@ -267,6 +283,14 @@ impl fmt::Display for SkipReason {
                 "not run: {why}, so the tool's other calls would fail the same way (`manifest-valid` reports it)"
             ),
             SkipReason::ProfileProblem { why } => write!(f, "profile problem: {why}"),
+            SkipReason::NoShortLifetime { role, declared_ms: None, max_ms } => write!(
+                f,
+                "no lifetime to wait out: the profile names no `{role}` role; to judge it, define one whose environment sets a setting of the tool's own that makes its command declare `interruption.max_lifetime_ms` of a few seconds (at most {max_ms} ms), shorter than its work (not required of a tool: this skip does not hold the gate)"
+            ),
+            SkipReason::NoShortLifetime { role, declared_ms: Some(declared), max_ms } => write!(
+                f,
+                "role `{role}`'s command declares a lifetime (`max_lifetime_ms`) of {declared} ms with the role's environment, too long to wait out (at most {max_ms} ms); give the role an environment whose setting of the tool's own makes it declare a few seconds (not required of a tool: this skip does not hold the gate)"
+            ),
             SkipReason::Interrupted => f.write_str("not finished: conform was interrupted"),
             SkipReason::NoInputFile { role } => write!(
                 f,

@@ -167,6 +167,19 @@ pub fn static_skip(s: &Scenario, profile: &Profile) -> Option<SkipReason> {
     let has_profile = profile.path.is_some();
     let missing: Vec<String> =
         s.roles.iter().filter(|r| profile.role(r).is_none()).cloned().collect();
+    // A lifetime to wait out needs a setting the spec does not ask of a tool: without the
+    // role, the scenario is no gap of the vendor's ([`SkipReason::NoShortLifetime`]).
+    if let [role] = missing.as_slice()
+        && s.uses_max_lifetime()
+        && s.primary_role() == Some(role.as_str())
+    {
+        return Some(SkipReason::NoShortLifetime {
+            role: role.clone(),
+            declared_ms: None,
+            max_ms: u64::try_from(crate::discover::MAX_LIFETIME_WAIT.as_millis())
+                .unwrap_or(u64::MAX),
+        });
+    }
     if !missing.is_empty() {
         return Some(SkipReason::MissingRoles {
             roles: missing,

@@ -179,6 +179,10 @@ pub struct Roles {
     /// real work (longer than about 1.2 s), so its failure is seen through `job wait`.
     #[serde(default)]
     pub failing: Option<Role>,
+    /// An interruptible command whose work outlasts the `max_lifetime_ms` it declares with the
+    /// role's environment (a setting of the tool's own that shortens it to a few seconds).
+    #[serde(default)]
+    pub short_lifetime: Option<Role>,
 }
 
 #[cfg(test)]
@@ -236,6 +240,7 @@ impl Roles {
             ("stalling", &self.stalling),
             ("idempotent_writer", &self.idempotent_writer),
             ("failing", &self.failing),
+            ("short_lifetime", &self.short_lifetime),
         ];
         all.into_iter().filter_map(|(n, r)| r.as_ref().map(|r| (n, r))).collect()
     }
@@ -253,6 +258,7 @@ impl Roles {
             "stalling" => &mut self.stalling,
             "idempotent_writer" => &mut self.idempotent_writer,
             "failing" => &mut self.failing,
+            "short_lifetime" => &mut self.short_lifetime,
             _ => return None,
         })
     }

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use crate::calibrate::{self, Calibration, Calibrator};
-use crate::discover::{DiscoveryRun, HEADLINE_TAG, Subject};
+use crate::discover::{DiscoveryRun, HEADLINE_TAG, LimitsProblem, Subject};
 use crate::event::{Event, EventSender};
 use crate::outcome::FindingKind;
 use crate::outcome::{Finding, Note, ScenarioResult, SkipReason, Status, millis};
@@ -297,28 +297,17 @@ impl Engine {
         } else {
             None
         };
-        let idle_timeout = match scenario.primary_role().filter(|_| scenario.uses_idle_timeout()) {
-            Some(role) => match crate::discover::idle_timeout_of(&self.subject, role) {
-                Ok(idle) if idle > MAX_IDLE_WAIT => {
-                    result.status = Status::Skip {
-                        reason: SkipReason::ProfileProblem {
-                            why: format!(
-                                "role `{role}`'s command declares an idle timeout of {} ms with the role's environment, too long to wait for a stall (at most {} ms); give the role an environment under which the tool declares a shorter `idle_timeout_ms`",
-                                millis(idle),
-                                millis(MAX_IDLE_WAIT)
-                            ),
-                        },
-                    };
-                    result.notes = notes;
-                    return (result, None);
-                }
-                Ok(idle) => Some(idle),
-                Err(e) => {
-                    result.status = Status::Error { message: e };
-                    return (result, None);
-                }
-            },
-            None => None,
+        let limits = match crate::discover::declared_limits(&self.subject, scenario) {
+            Ok(limits) => limits,
+            Err(LimitsProblem::Skip(reason)) => {
+                result.status = Status::Skip { reason };
+                result.notes = notes;
+                return (result, None);
+            }
+            Err(LimitsProblem::Error(message)) => {
+                result.status = Status::Error { message };
+                return (result, None);
+            }
         };
         let _place = gate.admit();
         events.send(Event::ScenarioStarted { id: scenario.id.clone() });
@@ -356,15 +345,8 @@ impl Engine {
             },
             None => None,
         };
-        let steps = step::run_steps(
-            &self.subject,
-            scenario,
-            &sandbox,
-            calibration,
-            input,
-            idle_timeout,
-            started,
-        );
+        let steps =
+            step::run_steps(&self.subject, scenario, &sandbox, calibration, input, limits, started);
         let (mut findings, harness_error) = (steps.findings, steps.harness_error);
         // A leak after a cancel that failed is that cancel's doing: the finding says which.
         let after_cancels = match steps.failed_cancels.as_slice() {
@@ -422,9 +404,7 @@ impl Engine {
     }
 }
 
-/// The longest idle timeout conform waits out to see a stalled job end (`{idle_timeout}`):
-/// a minute, so a stall is judged within about two.
-pub const MAX_IDLE_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+pub use crate::discover::MAX_IDLE_WAIT;
 
 /// A scenario's result as the engine carries it between its first run and its verdict.
 struct Ran {

@@ -4,6 +4,7 @@
 mod campaign;
 mod fixtures_paths;
 mod lanes;
+mod lifetime_bound;
 mod portable_snapshots;
 mod readme;
 mod references;

@@ -316,6 +316,7 @@ fn reftool_targets(fault: Fault) -> &'static [&'static str] {
             &["timeout-spans-resumed-calls", "timeout-ends-the-detached-job"]
         }
         Fault::ZeroBudgetIgnoresTimeout => &["budget-zero-stops-at-the-timeout"],
+        Fault::LifetimeIgnored => &["lifetime-bounds-the-work-without-timeout"],
         Fault::CancelMarksOnly => &["cancelled-writer-stops-its-effect"],
         Fault::CancelledWorkerLingers => {
             &["cancel-leaves-no-worker", "cancelled-writer-stops-its-effect"]
@@ -362,6 +363,7 @@ const PYAGENT_FAULTS: &[(&str, &[&str])] = &[
     ("wait-blocks", &["job-wait-holds-its-caller-to-the-budget"]),
     ("async-wait-exits-3", &["job-wait-on-a-running-async-job-exits-14"]),
     ("zero-budget-no-timeout", &["budget-zero-stops-at-the-timeout"]),
+    ("lifetime-ignored", &["lifetime-bounds-the-work-without-timeout"]),
     ("no-timeout-meta", &["timeout-is-recorded-in-meta"]),
     (
         "worker-in-caller-group",

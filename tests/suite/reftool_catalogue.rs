@@ -182,6 +182,7 @@ mod heavy {
         no_color_is_honoured => "no-color-is-honoured",
         read_probes_end_with_stdin_closed => "read-probes-end-with-stdin-closed",
         read_probes_end_with_stdin_open => "read-probes-end-with-stdin-open",
+        lifetime_bounds_the_work_without_timeout => "lifetime-bounds-the-work-without-timeout",
         timeout_is_recorded_in_meta => "timeout-is-recorded-in-meta",
         help_keeps_stdout_clean => "help-keeps-stdout-clean",
         conflicting_repeats_are_arg_errors => "conflicting-repeats-are-arg-errors",

@@ -72,6 +72,14 @@ pub fn rewrite(fault: Fault, call: &Call<'_>, argv: Vec<OsString>) -> Vec<OsStri
         Fault::JobTimeoutSpansOneCall if call.interruptible() => {
             without(&argv, &options("timeout"))
         }
+        // Only a detaching command's: a resume-only command's continuation is its own
+        // invocation, which would then show the added `--timeout 0` to its caller.
+        Fault::LifetimeIgnored
+            if call.spec.is_some_and(|s| s.interruption.is_some_and(|i| i.detach))
+                && options("timeout").is_empty() =>
+        {
+            with_option(&argv, &values, "timeout", "0")
+        }
         Fault::ZeroBudgetIgnoresTimeout
             if call.interruptible()
                 && options("budget").iter().any(|a| {

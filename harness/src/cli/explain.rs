@@ -20,8 +20,8 @@ use crate::calibrate::{self, Calibration, SLACK};
 use crate::checks::{self, Check};
 use crate::discover::Subject;
 use crate::scenario::{
-    CONSTANT_SLACK, Expect, IDLE_TIMEOUT, STARTUP, Scenario, Step, Var, builtin_formula,
-    eval_duration, template_vars, walk_template,
+    CONSTANT_SLACK, Expect, IDLE_TIMEOUT, MAX_LIFETIME, STARTUP, Scenario, Step, UNCALIBRATED_VARS,
+    Var, builtin_formula, eval_duration, template_vars, walk_template,
 };
 
 /// What `explain` knows of the tool, when it was given one.
@@ -147,7 +147,7 @@ impl Values<'_> {
         };
         match name {
             STARTUP => Ok(measured.subject.startup),
-            IDLE_TIMEOUT => {
+            IDLE_TIMEOUT | MAX_LIFETIME => {
                 Err("read from the manifest with the role's environment when the scenario runs"
                     .into())
             }
@@ -189,7 +189,7 @@ impl Values<'_> {
                     };
                     let formula = match (&var, self.calibration()) {
                         (Var::Calibration(n), Some(c))
-                            if ![CONSTANT_SLACK, STARTUP, IDLE_TIMEOUT].contains(&n.as_str()) =>
+                            if !UNCALIBRATED_VARS.contains(&n.as_str()) =>
                         {
                             format!(
                                 "{formula}; D = {} ms (role `{}`)",

@@ -8,12 +8,12 @@ use serde::{Deserialize, Serialize};
 
 use super::SchemaName;
 use super::template::{
-    CONSTANT_SLACK, IDLE_TIMEOUT, INTERRUPTION_VARS, STARTUP, Var, template_vars,
+    IDLE_TIMEOUT, INTERRUPTION_VARS, MAX_LIFETIME, UNCALIBRATED_VARS, Var, template_vars,
 };
 
 /// The role names a scenario may need and a profile may define (the manual says what each
 /// promises).
-pub const ROLE_NAMES: [&str; 10] = [
+pub const ROLE_NAMES: [&str; 11] = [
     "detach",
     "detach_stdin",
     "resume_reader",
@@ -24,6 +24,7 @@ pub const ROLE_NAMES: [&str; 10] = [
     "stalling",
     "idempotent_writer",
     "failing",
+    "short_lifetime",
 ];
 
 /// What a scenario needs some command of the manifest to declare before it can judge anything:
@@ -95,6 +96,9 @@ pub fn role_declaration(role: &str) -> Option<Declaration> {
         "idempotent_writer" => Some(Declaration::IdempotencyKey),
         // Its failure is seen through `job wait`, so its work must be able to detach.
         "failing" => Some(Declaration::Detach),
+        // Any interruptible command: without `--timeout`, `max_lifetime_ms` bounds its whole
+        // work, detached or resumed (REQ-F-011, REQ-C-033).
+        "short_lifetime" => Some(Declaration::Interruption),
         _ => None,
     }
 }
@@ -1062,7 +1066,7 @@ impl Scenario {
             s.templates().iter().any(|t| {
                 template_vars(t)
                     .iter()
-                    .any(|v| matches!(v, Var::Calibration(name) if ![CONSTANT_SLACK, STARTUP, IDLE_TIMEOUT].contains(&name.as_str())))
+                    .any(|v| matches!(v, Var::Calibration(name) if !UNCALIBRATED_VARS.contains(&name.as_str())))
             }) || s.expect().is_some_and(|e| {
                 e.matches_calibrated == Some(true) || e.ends_as_calibrated == Some(true)
             })
@@ -1081,11 +1085,19 @@ impl Scenario {
 
     /// Whether a template of the scenario uses `{idle_timeout}`.
     pub fn uses_idle_timeout(&self) -> bool {
+        self.uses_var(IDLE_TIMEOUT)
+    }
+
+    /// Whether a template of the scenario uses `{max_lifetime}`.
+    pub fn uses_max_lifetime(&self) -> bool {
+        self.uses_var(MAX_LIFETIME)
+    }
+
+    /// Whether a template of the scenario uses the variable `{name}` of the calibration list.
+    fn uses_var(&self, name: &str) -> bool {
         self.steps.iter().any(|s| {
             s.templates().iter().any(|t| {
-                template_vars(t)
-                    .iter()
-                    .any(|v| matches!(v, Var::Calibration(name) if name == IDLE_TIMEOUT))
+                template_vars(t).iter().any(|v| matches!(v, Var::Calibration(n) if n == name))
             })
         })
     }

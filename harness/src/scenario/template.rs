@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 /// The calibration variables (see the manual for how each is derived).
-pub const CALIBRATION_VARS: [&str; 9] = [
+pub const CALIBRATION_VARS: [&str; 10] = [
     "calibrated",
     "budget",
     "half_budget",
@@ -15,6 +15,7 @@ pub const CALIBRATION_VARS: [&str; 9] = [
     "slack",
     "startup",
     "idle_timeout",
+    "max_lifetime",
 ];
 
 /// The duration variable that needs no calibration: the margin on timing checks.
@@ -28,6 +29,16 @@ pub const STARTUP: &str = "startup";
 /// primary role's command declares when the manifest runs with the role's environment
 /// (REQ-F-081's default of 300000 ms when it declares none).
 pub const IDLE_TIMEOUT: &str = "idle_timeout";
+
+/// The duration variable read from the manifest, not calibrated: the lifetime the primary
+/// role's command declares when the manifest runs with the role's environment
+/// (`interruption.max_lifetime_ms`, REQ-F-081's default of 3600000 ms when it declares none),
+/// the bound on the whole work without `--timeout`.
+pub const MAX_LIFETIME: &str = "max_lifetime";
+
+/// The calibration-list variables that need no calibration run: each is a constant, measured
+/// once per run, or read from the manifest.
+pub const UNCALIBRATED_VARS: [&str; 4] = [CONSTANT_SLACK, STARTUP, IDLE_TIMEOUT, MAX_LIFETIME];
 
 /// The variables that only make sense for work long enough to interrupt.
 pub const INTERRUPTION_VARS: [&str; 3] = ["budget", "half_budget", "double_budget"];

@@ -28,6 +28,7 @@ use serde_json::Value;
 
 use crate::calibrate::{self, Calibration, SLACK};
 use crate::checks::{self, Resolved};
+use crate::discover::DeclaredLimits;
 use crate::discover::Subject;
 use crate::exec::{self, Invocation, Program, Termination};
 use crate::observe::{self, Observation, StdoutProblem};
@@ -39,8 +40,8 @@ use crate::outcome::{
 use crate::prepare::SETUP_LIMIT;
 use crate::sandbox::{self, Sandbox};
 use crate::scenario::{
-    CONSTANT_SLACK, EnvelopeRule, Expect, IDLE_TIMEOUT, STARTUP, Scenario, ShellCommandStep, Step,
-    Var, VerifyStep, eval_duration, signal_by_name, walk_template,
+    CONSTANT_SLACK, EnvelopeRule, Expect, IDLE_TIMEOUT, MAX_LIFETIME, STARTUP, Scenario,
+    ShellCommandStep, Step, Var, VerifyStep, eval_duration, signal_by_name, walk_template,
 };
 
 /// Default bound on a step without calibration.
@@ -168,7 +169,7 @@ pub fn run_steps(
     sandbox: &Sandbox,
     calibration: Option<Arc<Calibration>>,
     input: Option<String>,
-    idle_timeout: Option<Duration>,
+    limits: DeclaredLimits,
     origin: Instant,
 ) -> StepsOutcome {
     let mut state = ScenarioState {
@@ -182,7 +183,7 @@ pub fn run_steps(
         base_env: sandbox.env(),
         marker: sandbox.marker().to_owned(),
         calibration,
-        idle_timeout,
+        limits,
         observations: Vec::new(),
         last: BTreeMap::new(),
         step_observations: BTreeMap::new(),
@@ -256,8 +257,8 @@ pub struct ScenarioState<'e> {
     base_env: BTreeMap<OsString, OsString>,
     marker: String,
     calibration: Option<Arc<Calibration>>,
-    /// `{idle_timeout}`, when the scenario uses it.
-    idle_timeout: Option<Duration>,
+    /// `{idle_timeout}` and `{max_lifetime}`, when the scenario uses them.
+    limits: DeclaredLimits,
     observations: Vec<Observation>,
     /// Index in `observations` of each step's last observation.
     last: BTreeMap<String, usize>,
@@ -296,7 +297,8 @@ impl ScenarioState<'_> {
         eval_duration(expr, |name| match name {
             CONSTANT_SLACK => Some(SLACK),
             STARTUP => Some(self.subject.startup),
-            IDLE_TIMEOUT => self.idle_timeout,
+            IDLE_TIMEOUT => self.limits.idle_timeout,
+            MAX_LIFETIME => self.limits.max_lifetime,
             _ => self.calibration.as_ref().and_then(|c| c.var(name)),
         })
     }
@@ -399,7 +401,10 @@ impl ScenarioState<'_> {
         match var {
             Var::Calibration(name) if name == CONSTANT_SLACK => Some(millis(SLACK).to_string()),
             Var::Calibration(name) if name == IDLE_TIMEOUT => {
-                self.idle_timeout.map(|d| millis(d).to_string())
+                self.limits.idle_timeout.map(|d| millis(d).to_string())
+            }
+            Var::Calibration(name) if name == MAX_LIFETIME => {
+                self.limits.max_lifetime.map(|d| millis(d).to_string())
             }
             Var::Calibration(name) if name == STARTUP => {
                 Some(millis(self.subject.startup).to_string())
@@ -727,6 +732,12 @@ impl ScenarioState<'_> {
         let Some(missed) = self.check_one(premise, &self.observations[i]).into_iter().next() else {
             return Premise::Met;
         };
+        // A call conform killed at its limit did not end by itself: no legal miss, whatever
+        // the premise waited for (a tool that ignores its lifetime would otherwise be skipped
+        // for running on). The step's own checks report the kill.
+        if missed.check == FindingKind::Timeout {
+            return Premise::MissedIllegally(Vec::new());
+        }
         let illegal = match from {
             Some(origin) => self.cancelled_job_ended_on_its_own(step, origin),
             None if self.observations[i].exit_code() != Some(INCOMPLETE) => {

@@ -36,16 +36,25 @@ pub use version::{NAME, VERSION};
 /// What the tool is for.
 pub const ABOUT: &str = "Reference CLI of the CLI Agent Spec contract";
 
-/// The test knob `REFTOOL_IDLE_TIMEOUT_MS`, when it holds a valid limit, becomes the declared
-/// `idle_timeout_ms` of every interruptible command, so the manifest says what the watchdog
-/// does. (A malformed value is refused when a command runs: `framework::interrupt`.)
-fn with_idle_knob(mut spec: CommandSpec) -> CommandSpec {
-    let knob = std::env::var(crate::framework::interrupt::IDLE_TIMEOUT_ENV)
-        .ok()
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .filter(|ms| (1..=86_400_000).contains(ms));
-    if let (Some(interruption), Some(ms)) = (spec.interruption.as_mut(), knob) {
-        interruption.idle_timeout_ms = Some(ms);
+/// The test knobs, when they hold valid limits, become the declarations of every
+/// interruptible command, so the manifest says what is in force: `REFTOOL_IDLE_TIMEOUT_MS` its
+/// `idle_timeout_ms` (what the watchdog does), `REFTOOL_MAX_LIFETIME_MS` its `max_lifetime_ms`
+/// (what bounds the work without `--timeout`). A malformed value is refused when a command
+/// runs (`framework::interrupt`).
+fn with_test_knobs(mut spec: CommandSpec) -> CommandSpec {
+    let knob = |name: &str| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .filter(|ms| (1..=86_400_000).contains(ms))
+    };
+    if let Some(interruption) = spec.interruption.as_mut() {
+        if let Some(ms) = knob(crate::framework::interrupt::IDLE_TIMEOUT_ENV) {
+            interruption.idle_timeout_ms = Some(ms);
+        }
+        if let Some(ms) = knob(crate::framework::interrupt::MAX_LIFETIME_ENV) {
+            interruption.max_lifetime_ms = Some(ms);
+        }
     }
     spec
 }
@@ -57,7 +66,7 @@ pub fn specs() -> Vec<CommandSpec> {
     // analyze's FILE may be `-`: stdin, spooled within bounds before its job exists.
     let analyze = analyze::spec().reads_stdin("file");
     for spec in [analyze, digest::spec(), import::spec(), deploy::spec()] {
-        specs.push(with_idle_knob(spec));
+        specs.push(with_test_knobs(spec));
     }
     specs.push(build::spec());
     specs.push(files::spec());

@@ -99,7 +99,9 @@
 //!
 //! The budget's environment: `AGENT_CALL_BUDGET_MS` (a malformed value is a
 //! `BUDGET_ENV_INVALID` warning and the default 30000 ms), and the test knob
-//! `REFTOOL_IDLE_TIMEOUT_MS` (overrides every `idle_timeout_ms`; malformed: ARG_ERROR).
+//! `REFTOOL_IDLE_TIMEOUT_MS` (overrides every `idle_timeout_ms`; malformed: ARG_ERROR); and
+//! `REFTOOL_MAX_LIFETIME_MS` (becomes every declared `max_lifetime_ms`, the bound on the work
+//! without `--timeout`; malformed: ARG_ERROR).
 
 pub mod app;
 pub mod budget;

@@ -83,6 +83,8 @@ fn hostile_budgets_are_argument_errors() {
     }
     let run = sandbox.run_env(&["analyze", "small.csv"], &[("REFTOOL_IDLE_TIMEOUT_MS", "never")]);
     assert_eq!((run.exit, run.code()), (2, "ENV_INVALID"));
+    let run = sandbox.run_env(&["analyze", "small.csv"], &[("REFTOOL_MAX_LIFETIME_MS", "0")]);
+    assert_eq!((run.exit, run.code()), (2, "ENV_INVALID"));
 }
 
 #[test]

@@ -374,6 +374,36 @@ fn a_person_waiting_on_a_detached_job_sees_its_progress_on_stderr() {
 }
 
 /// Out of the edit lane (`.config/nextest.toml`): these wait out paced work, a budget or a watchdog.
+/// Without `--timeout`, the declared `max_lifetime_ms` bounds the whole work (REQ-F-011,
+/// REQ-F-081): the test knob declares 1 s, and `--budget 0` (held to the end of the work or its
+/// wall-clock limit) ends with TIMEOUT after about that, its worker gone.
+#[test]
+fn the_declared_lifetime_ends_work_without_a_timeout() {
+    let sandbox = Sandbox::new();
+    sandbox.csv("data.csv", 26_000);
+    let knob = [("REFTOOL_MAX_LIFETIME_MS", "1000"), ("REFTOOL_PACE_MS", "200")];
+    let manifest = sandbox.run_env(&["manifest"], &knob);
+    let analyze = &manifest.json["data"]["commands"]["analyze"]["interruption"];
+    assert_eq!(analyze["max_lifetime_ms"], 1000, "the knob is declared: {analyze}");
+    let started = Instant::now();
+    let run = sandbox.run_env(&["analyze", "data.csv", "--budget", "0"], &knob);
+    let took = started.elapsed();
+    assert_eq!((run.exit, run.code()), (10, "TIMEOUT"), "{}", run.stdout);
+    assert_eq!(run.json["meta"]["timeout_ms"], 1000, "the limit in force: {}", run.stdout);
+    assert!(took >= Duration::from_millis(1000), "ended before its lifetime: {took:?}");
+    assert!(took < Duration::from_secs(4), "the lifetime took {took:?}");
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while !sandbox.workers().is_empty() {
+        assert!(Instant::now() < deadline, "a worker outlived the ended work");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // An explicit --timeout replaces the lifetime.
+    let run =
+        sandbox.run_env(&["analyze", "data.csv", "--budget", "0", "--timeout", "300ms"], &knob);
+    assert_eq!((run.exit, run.code()), (10, "TIMEOUT"), "{}", run.stdout);
+    assert_eq!(run.json["meta"]["timeout_ms"], 300, "{}", run.stdout);
+}
+
 mod heavy {
     use super::*;
 

@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 use super::answer::{Answering, tool_prefix, wait_and_answer};
 use super::host::{Call, Host};
 use super::inline::{InlineRun, run_inline};
-use super::limits::{Deadlines, idle_timeout_ms, lifetime_ms, max_stdin_bytes};
+use super::limits::{Deadlines, idle_timeout_ms, lifetime_ms, max_lifetime_knob, max_stdin_bytes};
 use super::store::{Jobs, io_failure, job_failure};
 use super::sweep::sweep_stale_checkpoint_temps;
 use crate::framework::context::{Args, Invocation};
@@ -51,6 +51,7 @@ pub(super) fn front(
     let interruption = spec.interruption.ok_or_else(|| Failure::internal("not interruptible"))?;
     let budget_deadline = budget.and_then(|b| b.budget).map(|b| invocation.started + b);
     let idle_ms = idle_timeout_ms(spec)?;
+    max_lifetime_knob()?;
     let mut jobs = Jobs::open(host, &state)?;
     let instance = state.instance.clone();
     let spool = if reads_stdin(spec, &args) {

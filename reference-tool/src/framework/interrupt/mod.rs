@@ -30,7 +30,7 @@ mod worker;
 
 pub use async_start::POLL_INTERVAL_MS;
 pub use job_builtins::CANCEL_ACK_WAIT;
-pub use limits::IDLE_TIMEOUT_ENV;
+pub use limits::{IDLE_TIMEOUT_ENV, MAX_LIFETIME_ENV};
 pub(crate) use worker::run_worker;
 
 pub(crate) use host::{Call, Host};
