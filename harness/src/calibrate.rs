@@ -36,6 +36,9 @@ pub const CALIBRATION_LIMIT: Duration = Duration::from_secs(600);
 
 /// Below this D a role's work cannot be interrupted reliably.
 pub const INTERRUPT_FLOOR: Duration = Duration::from_millis(1200);
+/// Below this D the `long_work` role cannot show REQ-C-034's 10 s between two progress
+/// reports: ten seconds of work, conform's slack and the tool's start-ups must fit in it.
+pub const LONG_WORK_FLOOR: Duration = Duration::from_millis(12_000);
 /// The smallest `{budget}`.
 pub const MIN_BUDGET: Duration = Duration::from_millis(300);
 /// The longest the spec lets a command go between two progress reports (REQ-C-034) or two
@@ -81,9 +84,18 @@ impl Calibration {
         self.duration.min(SPEC_CADENCE)
     }
 
-    /// Whether the work is long enough to interrupt.
+    /// Whether the work is long enough to interrupt (for `long_work`, long enough for its
+    /// scenarios: [`LONG_WORK_FLOOR`]).
     pub fn interruptible(&self) -> bool {
-        self.duration >= INTERRUPT_FLOOR
+        self.duration >= self.floor()
+    }
+
+    /// The shortest D the role's scenarios can use.
+    pub fn floor(&self) -> Duration {
+        match self.role.as_str() {
+            "long_work" => LONG_WORK_FLOOR,
+            _ => INTERRUPT_FLOOR,
+        }
     }
 
     /// A calibration variable by name.
@@ -139,7 +151,7 @@ impl Calibration {
         SkipReason::TooFastToInterrupt {
             role: self.role.clone(),
             took_ms: millis(self.duration),
-            floor_ms: millis(INTERRUPT_FLOOR),
+            floor_ms: millis(self.floor()),
             with_budget_zero: self.with_budget_zero,
         }
     }

@@ -40,6 +40,9 @@ fn role_hint(role: &str) -> &'static str {
         "failing" => {
             "detach: true; an input on which it fails with its own exit after seconds of work"
         }
+        "long_work" => {
+            "optional: detach: true; an input whose uninterrupted work takes over 12 s (REQ-C-034's 10 s between progress reports); without it those scenarios are skipped, not unjudged"
+        }
         "plain_slow" => {
             "no interruption; conform cuts it with --timeout, so give it seconds of work (a run under 1.2 s is skipped as too short)"
         }

@@ -179,6 +179,11 @@ pub struct Roles {
     /// real work (longer than about 1.2 s), so its failure is seen through `job wait`.
     #[serde(default)]
     pub failing: Option<Role>,
+    /// A `detach: true` command whose uninterrupted work takes more than about 12 s: longer
+    /// than REQ-C-034's 10 s between two progress reports, so the bound can be judged. Opt-in
+    /// ([`crate::scenario::OPT_IN_ROLES`]).
+    #[serde(default)]
+    pub long_work: Option<Role>,
 }
 
 #[cfg(test)]
@@ -236,6 +241,7 @@ impl Roles {
             ("stalling", &self.stalling),
             ("idempotent_writer", &self.idempotent_writer),
             ("failing", &self.failing),
+            ("long_work", &self.long_work),
         ];
         all.into_iter().filter_map(|(n, r)| r.as_ref().map(|r| (n, r))).collect()
     }
@@ -253,6 +259,7 @@ impl Roles {
             "stalling" => &mut self.stalling,
             "idempotent_writer" => &mut self.idempotent_writer,
             "failing" => &mut self.failing,
+            "long_work" => &mut self.long_work,
             _ => return None,
         })
     }

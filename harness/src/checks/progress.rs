@@ -110,6 +110,170 @@ pub(super) fn stalls_below(
     ]
 }
 
+/// One response of a continue step with a watch, on the scenario's clock: when its call
+/// started and ended, and the `data.progress.done` it answered while the job ran (exit 14).
+#[derive(Debug, Clone)]
+struct Sighting {
+    name: String,
+    started_ms: u64,
+    ended_ms: u64,
+    done: u64,
+}
+
+/// The step's responses that exit 14 with a readable `done` and a place on the timeline, with
+/// whether each is watched.
+fn sightings(observations: &[&Observation], facts: &super::StepFacts) -> Vec<(bool, Sighting)> {
+    observations
+        .iter()
+        .enumerate()
+        .filter(|(_, obs)| obs.exit_code() == Some(14))
+        .filter_map(|(rank, obs)| {
+            let done = obs.response()?.pointer("/data/progress/done")?.as_u64()?;
+            let started_ms = obs.record.started_ms?;
+            let sighting = Sighting {
+                name: obs.record.name.clone(),
+                started_ms,
+                ended_ms: started_ms + obs.record.elapsed_ms,
+                done,
+            };
+            Some((facts.watched.contains(&rank), sighting))
+        })
+        .collect()
+}
+
+/// The bound of a check, or a finding saying it could not be evaluated.
+fn bound_of(
+    expr: Option<&String>,
+    facts: &super::StepFacts,
+    kind: FindingKind,
+) -> Result<u64, Vec<Finding>> {
+    let Some(expr) = expr else { return Err(Vec::new()) };
+    match facts.durations.get(expr) {
+        Some(Ok(d)) => Ok(crate::outcome::millis(*d)),
+        Some(Err(e)) => Err(vec![Finding::new(kind, format!("bound `{expr}`: {e}"))]),
+        None => Err(vec![Finding::new(
+            kind,
+            format!("conform did not resolve the bound `{expr}` before judging (a bug of conform)"),
+        )]),
+    }
+}
+
+/// Every sighting as `name at t ms: done`, for a finding's evidence.
+fn timeline(sightings: &[&Sighting]) -> String {
+    let list: Vec<String> = sightings
+        .iter()
+        .map(|s| format!("`{}` {}–{} ms: {}", s.name, s.started_ms, s.ended_ms, s.done))
+        .collect();
+    list.join(", ")
+}
+
+/// `watched_progress_grows_within`: over the watched responses (`job status` beside the hops)
+/// that exit 14. REQ-C-034: a command reports progress "at least once every 10 seconds of
+/// work", and a detached job works all the while. A flat stretch is measured from the end of
+/// the first look that saw a `done` to the start of the last look that saw it again (or less):
+/// the job reported no growth within it for certain; one longer than the bound is a finding
+/// with every look's times and values. Flat looks closer together are legal.
+pub(super) fn watched_progress_grows_within(
+    expect: &Expect,
+    observations: &[&Observation],
+    facts: &super::StepFacts,
+) -> Vec<Finding> {
+    let kind = FindingKind::ProgressCadence;
+    let bound = match bound_of(expect.watched_progress_grows_within.as_ref(), facts, kind) {
+        Ok(b) => b,
+        Err(findings) => return findings,
+    };
+    let all = sightings(observations, facts);
+    let watched: Vec<&Sighting> = all.iter().filter(|(w, _)| *w).map(|(_, s)| s).collect();
+    let longest = longest_flat(&watched, |earlier, later| later.done <= earlier.done);
+    match longest {
+        Some((from, to, gap)) if gap > bound => vec![
+            Finding::new(
+                kind,
+                format!(
+                    "`data.progress.done` stayed at {} from `{}` to `{}`: {gap} ms without a larger report while the job ran",
+                    from.done, from.name, to.name
+                ),
+            )
+            .expected(format!("a larger done within every {bound} ms while the job runs"))
+            .actual(timeline(&watched)),
+        ],
+        _ => Vec::new(),
+    }
+}
+
+/// `progress_keeps_up_within`: over every response of the step that exits 14 (the hops and
+/// the watched ones). REQ-F-081: `job wait` answers INCOMPLETE "with fresh data.progress", a
+/// larger `done` while the job runs. A hop that answers a `done` below one the step saw
+/// (a `job status` of the same job) more than the bound before the hop started repeats
+/// progress older than that: a finding, with every response's times and values. A job that
+/// reports nothing new leaves every answer equal, never below: not judged here.
+pub(super) fn progress_keeps_up_within(
+    expect: &Expect,
+    observations: &[&Observation],
+    facts: &super::StepFacts,
+) -> Vec<Finding> {
+    let kind = FindingKind::ProgressCadence;
+    let bound = match bound_of(expect.progress_keeps_up_within.as_ref(), facts, kind) {
+        Ok(b) => b,
+        Err(findings) => return findings,
+    };
+    let all = sightings(observations, facts);
+    let mut findings = Vec::new();
+    for (i, (watched, hop)) in all.iter().enumerate() {
+        if *watched {
+            continue;
+        }
+        let behind = all[..i].iter().map(|(_, s)| s).find(|earlier| {
+            hop.done < earlier.done && hop.started_ms.saturating_sub(earlier.ended_ms) > bound
+        });
+        if let Some(earlier) = behind {
+            let everything: Vec<&Sighting> = all.iter().map(|(_, s)| s).collect();
+            findings.push(
+                Finding::new(
+                    kind,
+                    format!(
+                        "`{}` answered `data.progress.done` {} while `{}` had shown {} {} ms before it started",
+                        hop.name,
+                        hop.done,
+                        earlier.name,
+                        earlier.done,
+                        hop.started_ms.saturating_sub(earlier.ended_ms)
+                    ),
+                )
+                .expected(format!(
+                    "progress no older than {bound} ms: at least {} by then",
+                    earlier.done
+                ))
+                .actual(timeline(&everything)),
+            );
+            break;
+        }
+    }
+    findings
+}
+
+/// The longest stretch between two sightings `earlier`, `later` (in order) for which
+/// `flat(earlier, later)` holds, from the end of the first to the start of the second.
+fn longest_flat<'s>(
+    sightings: &[&'s Sighting],
+    flat: impl Fn(&Sighting, &Sighting) -> bool,
+) -> Option<(&'s Sighting, &'s Sighting, u64)> {
+    let mut longest: Option<(&Sighting, &Sighting, u64)> = None;
+    for (i, earlier) in sightings.iter().enumerate() {
+        for later in &sightings[i + 1..] {
+            if !flat(earlier, later) {
+                continue;
+            }
+            let gap = later.started_ms.saturating_sub(earlier.ended_ms);
+            if longest.is_none_or(|(_, _, g)| gap > g) {
+                longest = Some((earlier, later, gap));
+            }
+        }
+    }
+    longest
+}
+
 // ---- the checks of this family ----
 
 /// The `progress_monotonic` check.
@@ -145,6 +309,42 @@ pub(super) const STALLS_BELOW: Check = Check {
         }
     },
 };
+
+/// The `watched_progress_grows_within` check.
+pub(super) const WATCHED_PROGRESS_GROWS_WITHIN: Check = Check {
+    defined_in: file!(),
+    key: Some("watched_progress_grows_within"),
+    active: |e| e.watched_progress_grows_within.is_some(),
+    needs_response: false,
+    judge: Judge::Step(watched_progress_grows_within),
+    holds: "continue with `watch` only: the watched responses that exit 14 (`job status` beside the hops) show a larger `data.progress.done` within every stretch longer than this duration expression, measured from the end of the look that first saw a done to the start of the last look that saw it again (REQ-C-034: a report at least every 10 s of work); the finding lists every look's times and done",
+    findings: &[FindingKind::ProgressCadence],
+    cites: &["REQ-C-034"],
+    value: || json!({"type": "string"}),
+    validate: watched_continue,
+};
+
+/// The `progress_keeps_up_within` check.
+pub(super) const PROGRESS_KEEPS_UP_WITHIN: Check = Check {
+    defined_in: file!(),
+    key: Some("progress_keeps_up_within"),
+    active: |e| e.progress_keeps_up_within.is_some(),
+    needs_response: false,
+    judge: Judge::Step(progress_keeps_up_within),
+    holds: "continue with `watch` only: no hop that exits 14 answers a `data.progress.done` below one a response of the step showed more than this duration expression before the hop started (REQ-F-081: `job wait` answers fresh progress, a larger done while the job runs); the finding lists every response's times and done",
+    findings: &[FindingKind::ProgressCadence],
+    cites: &["REQ-F-081"],
+    value: || json!({"type": "string"}),
+    validate: watched_continue,
+};
+
+/// The validation of the two checks over a watched continue loop.
+fn watched_continue(_: &Expect, site: &super::Site<'_>) -> Result<(), String> {
+    match site.step {
+        Step::Continue(c) if !c.watch.is_empty() => Ok(()),
+        _ => Err(site.fail("this check belongs to continue steps with a `watch`")),
+    }
+}
 
 #[cfg(test)]
 mod tests {

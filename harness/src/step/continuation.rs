@@ -10,7 +10,7 @@ use crate::exec::{self, Invocation, Program};
 use crate::observe::Observation;
 use crate::outcome::FindingKind;
 use crate::outcome::{Finding, millis};
-use crate::scenario::ShellStep;
+use crate::scenario::{RunStep, ShellStep};
 
 /// The shortest a hop is taken to last, whatever the tool's measured start-up.
 const MIN_HOP: Duration = Duration::from_millis(20);
@@ -102,6 +102,7 @@ impl ScenarioState<'_> {
             None => hop_limit(window, self.subject.startup),
         };
         let mut indices = Vec::new();
+        let mut watched = std::collections::BTreeSet::new();
         let mut hops = 0;
         while hops < max_hops {
             if started.elapsed() >= window {
@@ -126,9 +127,27 @@ impl ScenarioState<'_> {
                 let mut findings = self.check_one(&c.expect, &self.observations[i]);
                 let all: Vec<&Observation> =
                     indices.iter().map(|&i| &self.observations[i]).collect();
-                let facts = self.step_facts(&c.name, &c.expect, &indices);
+                let mut facts = self.step_facts(&c.name, &c.expect, &indices);
+                facts.watched = watched;
                 findings.extend(checks::check_all(&c.expect, &c.name, &all, &facts));
                 return Ok(findings);
+            }
+            // What the job itself reports beside the hop's answer: a run of the tool, held to
+            // what a run step is held to.
+            if !c.watch.is_empty() {
+                let watch = RunStep {
+                    name: format!("{}-watch#{hops}", c.name),
+                    args: c.watch.clone(),
+                    ..RunStep::default()
+                };
+                let findings = self.run_tool(&watch)?;
+                if !findings.is_empty() {
+                    return Ok(findings);
+                }
+                if let Some(&w) = self.last.get(&watch.name) {
+                    watched.insert(indices.len());
+                    indices.push(w);
+                }
             }
             line = match self.command_from(&c.name, &c.name, "/data/continue_command") {
                 Ok(l) => l,
