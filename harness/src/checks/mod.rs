@@ -225,7 +225,7 @@ pub struct StepFacts {
     /// gave (the job runtime relaying a job's stored ending), for `budget_recorded`.
     pub relayed: std::collections::BTreeSet<usize>,
     /// The ranks of the responses a continue step's `watch` gave (`job status` beside the
-    /// hops), for `watched_progress_grows_within` and `progress_keeps_up_within`.
+    /// hops), for `watched_progress_grows_within` and `waited_progress_grows_within`.
     pub watched: std::collections::BTreeSet<usize>,
     /// The step's duration expressions, evaluated (the bounds of those two checks).
     pub durations: BTreeMap<String, Result<Duration, String>>,
@@ -338,7 +338,7 @@ pub const CHECKS: &[Check] = &[
     shape::RETRYABLE_AS_DECLARED,
     progress::STALLS_BELOW,
     progress::WATCHED_PROGRESS_GROWS_WITHIN,
-    progress::PROGRESS_KEEPS_UP_WITHIN,
+    progress::WAITED_PROGRESS_GROWS_WITHIN,
     json::SAME,
 ];
 

@@ -202,55 +202,57 @@ pub(super) fn watched_progress_grows_within(
     }
 }
 
-/// `progress_keeps_up_within`: over every response of the step that exits 14 (the hops and
-/// the watched ones). REQ-F-081: `job wait` answers INCOMPLETE "with fresh data.progress", a
-/// larger `done` while the job runs. A hop that answers a `done` below one the step saw
-/// (a `job status` of the same job) more than the bound before the hop started repeats
-/// progress older than that: a finding, with every response's times and values. A job that
-/// reports nothing new leaves every answer equal, never below: not judged here.
-pub(super) fn progress_keeps_up_within(
+/// `waited_progress_grows_within`: over every response of the step that exits 14 (the hops
+/// and the watched ones). REQ-F-081: `job wait` exits 14 "with a larger `data.progress.done`
+/// while the job runs", with "fresh `data.progress`". Two hops (waits) answering the same
+/// `done` (or less), the second starting more than the bound after the first ended, while a
+/// watched response (`job status`) between them showed the job past that `done`, repeated
+/// stale progress for longer than the bound while the job moved on: a finding, with every
+/// response's times and values. A job whose own progress stays flat leaves flat waits legal
+/// here (REQ-C-034's scenario judges the job).
+pub(super) fn waited_progress_grows_within(
     expect: &Expect,
     observations: &[&Observation],
     facts: &super::StepFacts,
 ) -> Vec<Finding> {
     let kind = FindingKind::ProgressCadence;
-    let bound = match bound_of(expect.progress_keeps_up_within.as_ref(), facts, kind) {
+    let bound = match bound_of(expect.waited_progress_grows_within.as_ref(), facts, kind) {
         Ok(b) => b,
         Err(findings) => return findings,
     };
     let all = sightings(observations, facts);
-    let mut findings = Vec::new();
-    for (i, (watched, hop)) in all.iter().enumerate() {
-        if *watched {
-            continue;
-        }
-        let behind = all[..i].iter().map(|(_, s)| s).find(|earlier| {
-            hop.done < earlier.done && hop.started_ms.saturating_sub(earlier.ended_ms) > bound
-        });
-        if let Some(earlier) = behind {
+    let hops: Vec<&Sighting> = all.iter().filter(|(w, _)| !*w).map(|(_, s)| s).collect();
+    let watched: Vec<&Sighting> = all.iter().filter(|(w, _)| *w).map(|(_, s)| s).collect();
+    let moved_on = |earlier: &Sighting, later: &Sighting| {
+        watched.iter().find(|w| {
+            w.started_ms >= earlier.ended_ms && w.ended_ms <= later.started_ms && w.done > earlier.done
+        })
+    };
+    let longest = longest_flat(&hops, |earlier, later| {
+        later.done <= earlier.done && moved_on(earlier, later).is_some()
+    });
+    match longest {
+        Some((from, to, gap)) if gap > bound => {
+            let status = moved_on(from, to).map_or_else(String::new, |w| {
+                format!(" while `{}` showed the job at {}", w.name, w.done)
+            });
             let everything: Vec<&Sighting> = all.iter().map(|(_, s)| s).collect();
-            findings.push(
+            vec![
                 Finding::new(
                     kind,
                     format!(
-                        "`{}` answered `data.progress.done` {} while `{}` had shown {} {} ms before it started",
-                        hop.name,
-                        hop.done,
-                        earlier.name,
-                        earlier.done,
-                        hop.started_ms.saturating_sub(earlier.ended_ms)
+                        "job wait answered `data.progress.done` {} from `{}` to `{}`, {gap} ms apart{status}",
+                        from.done, from.name, to.name
                     ),
                 )
                 .expected(format!(
-                    "progress no older than {bound} ms: at least {} by then",
-                    earlier.done
+                    "a larger done within every {bound} ms while the job's own progress grows"
                 ))
                 .actual(timeline(&everything)),
-            );
-            break;
+            ]
         }
+        _ => Vec::new(),
     }
-    findings
 }
 
 /// The longest stretch between two sightings `earlier`, `later` (in order) for which
@@ -324,14 +326,14 @@ pub(super) const WATCHED_PROGRESS_GROWS_WITHIN: Check = Check {
     validate: watched_continue,
 };
 
-/// The `progress_keeps_up_within` check.
-pub(super) const PROGRESS_KEEPS_UP_WITHIN: Check = Check {
+/// The `waited_progress_grows_within` check.
+pub(super) const WAITED_PROGRESS_GROWS_WITHIN: Check = Check {
     defined_in: file!(),
-    key: Some("progress_keeps_up_within"),
-    active: |e| e.progress_keeps_up_within.is_some(),
+    key: Some("waited_progress_grows_within"),
+    active: |e| e.waited_progress_grows_within.is_some(),
     needs_response: false,
-    judge: Judge::Step(progress_keeps_up_within),
-    holds: "continue with `watch` only: no hop that exits 14 answers a `data.progress.done` below one a response of the step showed more than this duration expression before the hop started (REQ-F-081: `job wait` answers fresh progress, a larger done while the job runs); the finding lists every response's times and done",
+    judge: Judge::Step(waited_progress_grows_within),
+    holds: "continue with `watch` only: no two hops that exit 14 (`job wait`) answer the same `data.progress.done` (or less) more than this duration expression apart while a watched response between them (`job status`) showed the job past it (REQ-F-081: `job wait` exits 14 with a larger done while the job runs); the finding lists every response's times and done",
     findings: &[FindingKind::ProgressCadence],
     cites: &["REQ-F-081"],
     value: || json!({"type": "string"}),

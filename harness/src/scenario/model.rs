@@ -797,11 +797,11 @@ pub struct Expect {
     /// the job runs (REQ-C-034: a report at least every 10 s of work).
     #[serde(default)]
     pub watched_progress_grows_within: Option<String>,
-    /// Continue with `watch` only: no hop answers a `data.progress.done` below one the step
-    /// saw more than this duration expression before it (REQ-F-081: `job wait` answers fresh
-    /// progress, a larger done while the job runs).
+    /// Continue with `watch` only: no two hops (`job wait`) answer one `data.progress.done`
+    /// more than this duration expression apart while a watched response between them showed
+    /// the job past it (REQ-F-081: `job wait` exits 14 with a larger done while the job runs).
     #[serde(default)]
-    pub progress_keeps_up_within: Option<String>,
+    pub waited_progress_grows_within: Option<String>,
     /// After redaction, the response equals the calibrated (`--budget 0`) response of the role.
     #[serde(default)]
     pub matches_calibrated: Option<bool>,
@@ -913,7 +913,7 @@ impl Expect {
             &self.elapsed_max,
             &self.elapsed_min,
             &self.watched_progress_grows_within,
-            &self.progress_keeps_up_within,
+            &self.waited_progress_grows_within,
         ]
         .into_iter()
         .filter_map(|e| e.as_deref())
