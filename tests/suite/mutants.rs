@@ -338,6 +338,10 @@ fn reftool_targets(fault: Fault) -> &'static [&'static str] {
         Fault::IdentityIgnoresStdin => &["other-stdin-starts-its-own-job"],
         Fault::IdentityIgnoresInstance => &["another-instance-starts-its-own-job"],
         Fault::IdentityIgnoresKey => &["another-idempotency-key-starts-its-own-job"],
+        // Both leave work shorter than their 3 s untouched: only the `long_work` role's 18 s
+        // shows them, as a flat stretch longer than 10 s.
+        Fault::ProgressFreezesAfterThreeSeconds => &["progress-advances-every-ten-seconds"],
+        Fault::JobWaitFreezesAfterThreeSeconds => &["job-wait-keeps-up-with-the-job"],
         // Narrow-window faults: no row (see `rows`), `conform campaign` catches them.
         Fault::TwoTransactionCommit
         | Fault::CheckpointFirst
