@@ -367,6 +367,8 @@ const PYAGENT_FAULTS: &[(&str, &[&str])] = &[
     ("async-wait-exits-3", &["job-wait-on-a-running-async-job-exits-14"]),
     ("zero-budget-no-timeout", &["budget-zero-stops-at-the-timeout"]),
     ("no-timeout-meta", &["timeout-is-recorded-in-meta"]),
+    ("progress-freezes-after-three-seconds", &["progress-advances-every-ten-seconds"]),
+    ("job-wait-freezes-after-three-seconds", &["job-wait-keeps-up-with-the-job"]),
     (
         "worker-in-caller-group",
         &["caller-hangup-spares-the-job", "caller-group-kill-spares-the-job"],
