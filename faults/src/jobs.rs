@@ -232,7 +232,10 @@ pub fn hand_off_progress(call: &Call<'_>, id: &str) -> Option<serde_json::Value>
 /// answers instead of `current`, once the job has run [`crate::parts::FREEZE_AFTER_MS`]: the
 /// progress the first wait after that moment answered, kept in a marker (`None`: answer
 /// `current`).
-pub fn frozen_wait_progress(call: &Call<'_>, current: &serde_json::Value) -> Option<serde_json::Value> {
+pub fn frozen_wait_progress(
+    call: &Call<'_>,
+    current: &serde_json::Value,
+) -> Option<serde_json::Value> {
     let job = named_job(call)?;
     let jobs = Jobs::open(call)?;
     let marker = jobs.faults_dir("frozen-wait").join(job.record.job_id.as_str());

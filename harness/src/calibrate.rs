@@ -322,6 +322,23 @@ mod tests {
     }
 
     #[test]
+    fn the_long_work_role_needs_twelve_seconds_and_says_so() {
+        let mut long = calibration(11_000, true);
+        long.role = "long_work".into();
+        assert!(!long.interruptible(), "11 s is enough for any other role, not for this one");
+        let reason = long.too_fast_reason();
+        assert!(reason.vendor_can_fix(), "the vendor named the role: its gap counts");
+        let text = reason.to_string();
+        assert!(
+            text.contains("too short for its scenarios") && text.contains("12000 ms"),
+            "{text}"
+        );
+        long.duration = Duration::from_millis(12_500);
+        assert!(long.interruptible());
+        assert!(calibration(1_300, true).interruptible(), "other roles keep their floor");
+    }
+
+    #[test]
     fn the_cadence_is_the_spec_s_ten_seconds_or_the_whole_shorter_work() {
         assert_eq!(calibration(2500, true).var("cadence"), Some(Duration::from_millis(2500)));
         assert_eq!(calibration(60_000, true).var("cadence"), Some(SPEC_CADENCE));

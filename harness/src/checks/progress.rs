@@ -225,7 +225,9 @@ pub(super) fn waited_progress_grows_within(
     let watched: Vec<&Sighting> = all.iter().filter(|(w, _)| *w).map(|(_, s)| s).collect();
     let moved_on = |earlier: &Sighting, later: &Sighting| {
         watched.iter().find(|w| {
-            w.started_ms >= earlier.ended_ms && w.ended_ms <= later.started_ms && w.done > earlier.done
+            w.started_ms >= earlier.ended_ms
+                && w.ended_ms <= later.started_ms
+                && w.done > earlier.done
         })
     };
     let longest = longest_flat(&hops, |earlier, later| {
@@ -402,5 +404,87 @@ mod tests {
         assert!(judged(&hops(&[5, 5, 6, 6], 0)).is_empty());
         // A loop that did not end in success had its flat hops for a reason: not judged.
         assert!(judged(&hops(&[5, 5, 5, 5], 10)).is_empty());
+    }
+
+    /// A response of a watched loop: `name` ran from `start` for `took` ms and answered
+    /// `done` with exit `code` (14: the job runs).
+    fn sighted(name: &str, start: u64, took: u64, code: i32, done: u64) -> Observation {
+        let data = json!({ "state": "running", "job_id": "j", "progress": { "done": done } });
+        let mut obs = named_run("x", code, &envelope(data));
+        obs.record.name = name.to_owned();
+        obs.record.started_ms = Some(start);
+        obs.record.elapsed_ms = took;
+        obs
+    }
+
+    /// A loop of 1 s waits (`w#n`) each followed by a 50 ms status (`s#n`), every 1100 ms
+    /// from 1000 ms: the waits answer `waits[n]`, the statuses `statuses[n]`; the last wait
+    /// ends the work (exit 0).
+    fn watched_loop(waits: &[u64], statuses: &[u64]) -> (Vec<Observation>, StepFacts) {
+        let mut runs = Vec::new();
+        let mut facts = StepFacts::default();
+        for (n, (wait, status)) in waits.iter().zip(statuses).enumerate() {
+            let at = 1000 + 1100 * n as u64;
+            runs.push(sighted(&format!("w#{n}"), at, 1000, 14, *wait));
+            facts.watched.insert(runs.len());
+            runs.push(sighted(&format!("s#{n}"), at + 1000, 50, 14, *status));
+        }
+        let end = 1000 + 1100 * waits.len() as u64;
+        runs.push(named_run("w#end", 0, &envelope(json!({ "rows": 9 }))));
+        runs.last_mut().unwrap().record.started_ms = Some(end);
+        facts.durations.insert("10s".into(), Ok(std::time::Duration::from_secs(10)));
+        (runs, facts)
+    }
+
+    fn judged(key: &str, runs: &[Observation], facts: &StepFacts) -> Vec<Finding> {
+        let e = expect(json!({ key: "10s" }));
+        check_all(&e, "follow", &runs.iter().collect::<Vec<_>>(), facts)
+    }
+
+    #[test]
+    fn a_job_status_flat_for_longer_than_the_bound_fails_and_shorter_flats_pass() {
+        const KEY: &str = "watched_progress_grows_within";
+        // Growth every third look (3.3 s): flat hops inside the bound are legal.
+        let steady: Vec<u64> = (0..15).map(|n| n / 3).collect();
+        let (runs, facts) = watched_loop(&steady, &steady);
+        assert!(judged(KEY, &runs, &facts).is_empty());
+        // Flat from the status of hop 2 (ends 4250 ms) to that of hop 12 (starts 15200 ms):
+        // 10950 ms > 10 s. The waits are not looked at.
+        let mut frozen: Vec<u64> = (0..15).map(|n| n.min(2)).collect();
+        frozen[14] = 3;
+        let (runs, facts) = watched_loop(&[0; 15], &frozen);
+        let f = only(judged(KEY, &runs, &facts));
+        assert_eq!(f.check, "progress-cadence");
+        assert!(f.message.contains("stayed at 2 from `s#2` to `s#13`"), "{}", f.message);
+        assert!(f.message.contains("12050 ms"), "{}", f.message);
+        let actual = f.actual.unwrap();
+        assert!(actual.contains("`s#0` 2000–2050 ms: 0"), "{actual}");
+        assert!(!actual.contains("`w#"), "only the watched looks: {actual}");
+        // Ten flat statuses 9900 ms apart (end to start): within the bound.
+        let (runs, facts) = watched_loop(&[0; 11], &[[0; 10].as_slice(), &[1]].concat());
+        assert!(judged(KEY, &runs, &facts).is_empty());
+    }
+
+    #[test]
+    fn waits_repeating_a_done_past_the_bound_fail_only_while_the_job_moved_on() {
+        const KEY: &str = "waited_progress_grows_within";
+        let growing: Vec<u64> = (0..15).collect();
+        // The waits follow the job: nothing to find.
+        let (runs, facts) = watched_loop(&growing, &growing);
+        assert!(judged(KEY, &runs, &facts).is_empty());
+        // The waits freeze at 2 while the statuses grow: flat from `w#2` (ends 4200 ms) to
+        // `w#14` (starts 16400 ms), 12200 ms.
+        let frozen: Vec<u64> = (0..15).map(|n| n.min(2)).collect();
+        let (runs, facts) = watched_loop(&frozen, &growing);
+        let f = only(judged(KEY, &runs, &facts));
+        assert_eq!(f.check, "progress-cadence");
+        assert!(f.message.contains("answered `data.progress.done` 2 from `w#2` to `w#14`, 12200 ms apart while `s#3` showed the job at 3"), "{}", f.message);
+        // A job whose own progress stays flat leaves flat waits legal here.
+        let (runs, facts) = watched_loop(&frozen, &frozen);
+        assert!(judged(KEY, &runs, &facts).is_empty());
+        // Frozen for less than the bound: legal.
+        let short: Vec<u64> = (0..15).map(|n| if n < 10 { n.min(2) } else { n }).collect();
+        let (runs, facts) = watched_loop(&short, &growing);
+        assert!(judged(KEY, &runs, &facts).is_empty());
     }
 }
