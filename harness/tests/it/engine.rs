@@ -376,7 +376,7 @@ mod heavy {
     #[test]
     fn a_long_work_role_too_short_for_the_lane_is_unjudged() {
         let short =
-            |text: &str| text.replace("PYAGENT_PACE_MS = \"900\"", "PYAGENT_PACE_MS = \"50\"");
+            |text: &str| text.replace("PYAGENT_PACE_MS = \"1200\"", "PYAGENT_PACE_MS = \"50\"");
         let (_dir, tool, profile) = pyagent_with(short);
         let (code, report) =
             super::run_tool_json(&tool, &profile, "progress-advances-every-ten-seconds");
