@@ -60,8 +60,9 @@
 //!
 //! A fault's row calibrates the roles its targets use and runs them: seconds, mostly sleeping
 //! in paced work (`reftool::dead_worker_looks_alive` longer, sitting out a `job wait`). The
-//! correct rows run the whole catalogue: reftool's about 20 s at `-j 8`, pyagent's about a
-//! minute of Python start-ups.
+//! correct rows run the whole catalogue: reftool's about 40 s at `-j 8` (its critical path is
+//! the opt-in `long_work` role: an 18 s calibration, then its two scenarios beside the rest),
+//! pyagent's about a minute of Python start-ups (its `long_work` is 24 s).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
