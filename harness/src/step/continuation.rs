@@ -12,6 +12,9 @@ use crate::outcome::FindingKind;
 use crate::outcome::{Finding, millis};
 use crate::scenario::{RunStep, ShellStep};
 
+/// The longest a continue step's `watch` run may take: the spec's cadence and the slack.
+const WATCH_HOLD: &str = "{cadence} + {slack}";
+
 /// The shortest a hop is taken to last, whatever the tool's measured start-up.
 const MIN_HOP: Duration = Duration::from_millis(20);
 
@@ -132,12 +135,21 @@ impl ScenarioState<'_> {
                 findings.extend(checks::check_all(&c.expect, &c.name, &all, &facts));
                 return Ok(findings);
             }
-            // What the job itself reports beside the hop's answer: a run of the tool, held to
-            // what a run step is held to.
+            // What the job itself reports beside the hop's answer: a run of the tool. It is an
+            // observation, not the criterion: how long a `job status` may hold its caller is
+            // judged by its own scenario (job-status-never-waits), and a slow look only
+            // shortens the stretches the window checks measure, so it may take up to the
+            // spec's cadence before it is a finding (dozens of looks under load would
+            // otherwise fail a correct tool on one slow start-up).
             if !c.watch.is_empty() {
+                let expect = crate::scenario::Expect {
+                    elapsed_max: Some(WATCH_HOLD.to_owned()),
+                    ..crate::scenario::Expect::default()
+                };
                 let watch = RunStep {
                     name: format!("{}-watch#{hops}", c.name),
                     args: c.watch.clone(),
+                    expect,
                     ..RunStep::default()
                 };
                 let findings = self.run_tool(&watch)?;
