@@ -152,7 +152,7 @@ impl ScenarioState<'_> {
                     expect,
                     ..RunStep::default()
                 };
-                let findings = self.run_tool(&watch)?;
+                let findings = self.run_watch(&watch)?;
                 if !findings.is_empty() {
                     return Ok(findings);
                 }
