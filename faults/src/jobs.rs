@@ -228,6 +228,27 @@ pub fn hand_off_progress(call: &Call<'_>, id: &str) -> Option<serde_json::Value>
     serde_json::from_slice(&bytes).ok()
 }
 
+/// [`Fault::JobWaitFreezesAfterThreeSeconds`]: the progress a `job wait` of a running job
+/// answers instead of `current`, once the job has run [`crate::parts::FREEZE_AFTER_MS`]: the
+/// progress the first wait after that moment answered, kept in a marker (`None`: answer
+/// `current`).
+pub fn frozen_wait_progress(
+    call: &Call<'_>,
+    current: &serde_json::Value,
+) -> Option<serde_json::Value> {
+    let job = named_job(call)?;
+    let jobs = Jobs::open(call)?;
+    let marker = jobs.faults_dir("frozen-wait").join(job.record.job_id.as_str());
+    if let Ok(bytes) = std::fs::read(&marker) {
+        return serde_json::from_slice(&bytes).ok();
+    }
+    let age = reftool::runtime::fsutil::now_ms().saturating_sub(job.record.created_at_ms);
+    if age >= crate::parts::FREEZE_AFTER_MS {
+        let _ = std::fs::write(marker, current.to_string());
+    }
+    None
+}
+
 /// Whether `job wait` has delivered job `id`'s result before ([`Fault::ResultDeliveredOnce`]).
 pub fn delivered(call: &Call<'_>, id: &JobId) -> bool {
     Jobs::open(call).is_some_and(|jobs| jobs.faults_dir("delivered").join(id.as_str()).exists())

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use reftool::runtime::Parts;
@@ -35,6 +35,9 @@ pub fn parts(fault: Option<Fault>) -> Parts {
         Some(Fault::ProgressRestartsOnResume) => parts.progress = Arc::new(CountedFromResume),
         Some(Fault::WorkerHoldsCallerPipes) => parts.launcher = Arc::new(InheritingStdio),
         Some(Fault::WatchdogOff) => parts.progress = Arc::new(BesideTheHeartbeat),
+        Some(Fault::ProgressFreezesAfterThreeSeconds) => {
+            parts.progress = Arc::new(FreezingAfter { first_ms: OnceLock::new() });
+        }
         Some(
             fault @ (Fault::TwoTransactionCommit
             | Fault::CheckpointFirst
@@ -120,6 +123,29 @@ impl ProgressSink for CountedFromResume {
         let mut counted = file.clone();
         counted.progress.done = file.progress.done.saturating_sub(start.done);
         ProgressJson.publish(job_dir, start, &counted)
+    }
+}
+
+/// How long into a job the freezing faults let progress through
+/// ([`Fault::ProgressFreezesAfterThreeSeconds`], [`Fault::JobWaitFreezesAfterThreeSeconds`]):
+/// longer than reftool's short roles' work (about 2.5 s), so only work longer than it (the
+/// `long_work` role's 18 s) shows the fault, as a flat stretch longer than 10 s.
+pub const FREEZE_AFTER_MS: u64 = 3_000;
+
+/// [`Fault::ProgressFreezesAfterThreeSeconds`]: reftool's `progress.json` for the first
+/// [`FREEZE_AFTER_MS`] of the work this process publishes (a worker is one job's), then nothing.
+#[derive(Debug)]
+struct FreezingAfter {
+    first_ms: OnceLock<u64>,
+}
+
+impl ProgressSink for FreezingAfter {
+    fn publish(&self, job_dir: &Path, start: &Progress, file: &ProgressFile) -> io::Result<()> {
+        let first = *self.first_ms.get_or_init(now_ms);
+        if now_ms().saturating_sub(first) >= FREEZE_AFTER_MS {
+            return Ok(());
+        }
+        ProgressJson.publish(job_dir, start, file)
     }
 }
 

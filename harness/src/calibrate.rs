@@ -36,6 +36,9 @@ pub const CALIBRATION_LIMIT: Duration = Duration::from_secs(600);
 
 /// Below this D a role's work cannot be interrupted reliably.
 pub const INTERRUPT_FLOOR: Duration = Duration::from_millis(1200);
+/// Below this D the `long_work` role cannot show REQ-C-034's 10 s between two progress
+/// reports: ten seconds of work, conform's slack and the tool's start-ups must fit in it.
+pub const LONG_WORK_FLOOR: Duration = Duration::from_millis(12_000);
 /// The smallest `{budget}`.
 pub const MIN_BUDGET: Duration = Duration::from_millis(300);
 /// The longest the spec lets a command go between two progress reports (REQ-C-034) or two
@@ -81,9 +84,18 @@ impl Calibration {
         self.duration.min(SPEC_CADENCE)
     }
 
-    /// Whether the work is long enough to interrupt.
+    /// Whether the work is long enough to interrupt (for `long_work`, long enough for its
+    /// scenarios: [`LONG_WORK_FLOOR`]).
     pub fn interruptible(&self) -> bool {
-        self.duration >= INTERRUPT_FLOOR
+        self.duration >= self.floor()
+    }
+
+    /// The shortest D the role's scenarios can use.
+    pub fn floor(&self) -> Duration {
+        match self.role.as_str() {
+            "long_work" => LONG_WORK_FLOOR,
+            _ => INTERRUPT_FLOOR,
+        }
     }
 
     /// A calibration variable by name.
@@ -142,7 +154,7 @@ impl Calibration {
         SkipReason::TooFastToInterrupt {
             role: self.role.clone(),
             took_ms: millis(self.duration),
-            floor_ms: millis(INTERRUPT_FLOOR),
+            floor_ms: millis(self.floor()),
             with_budget_zero: self.with_budget_zero,
         }
     }
@@ -310,6 +322,23 @@ mod tests {
         // Success, or a hand-off, is no failure: the role cannot show one through job wait.
         assert!(!calibration_exit_fits("failing", 0));
         assert!(!calibration_exit_fits("failing", 14));
+    }
+
+    #[test]
+    fn the_long_work_role_needs_twelve_seconds_and_says_so() {
+        let mut long = calibration(11_000, true);
+        long.role = "long_work".into();
+        assert!(!long.interruptible(), "11 s is enough for any other role, not for this one");
+        let reason = long.too_fast_reason();
+        assert!(reason.vendor_can_fix(), "the vendor named the role: its gap counts");
+        let text = reason.to_string();
+        assert!(
+            text.contains("too short for its scenarios") && text.contains("12000 ms"),
+            "{text}"
+        );
+        long.duration = Duration::from_millis(12_500);
+        assert!(long.interruptible());
+        assert!(calibration(1_300, true).interruptible(), "other roles keep their floor");
     }
 
     #[test]

@@ -43,6 +43,9 @@ fn role_hint(role: &str) -> &'static str {
         "short_lifetime" => {
             "interruption; set, in its env, the tool's own setting that makes it declare a max_lifetime_ms of a few seconds, shorter than its work (optional: without it the lifetime is not judged)"
         }
+        "long_work" => {
+            "optional: detach: true; an input whose uninterrupted work takes over 12 s (REQ-C-034's 10 s between progress reports); without it those scenarios are skipped, not unjudged"
+        }
         "plain_slow" => {
             "no interruption; conform cuts it with --timeout, so give it seconds of work (a run under 1.2 s is skipped as too short)"
         }

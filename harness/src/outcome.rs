@@ -180,8 +180,12 @@ impl SkipReason {
     /// not such reasons.
     pub fn vendor_can_fix(&self) -> bool {
         match self {
-            SkipReason::MissingRoles { .. }
-            | SkipReason::RoleLacksDeclaration { .. }
+            // A role the vendor opts into (work longer than 10 s) is no gap of the profile:
+            // the report names it, the gate does not count it.
+            SkipReason::MissingRoles { roles, .. } => {
+                !roles.iter().all(|r| crate::scenario::OPT_IN_ROLES.contains(&r.as_str()))
+            }
+            SkipReason::RoleLacksDeclaration { .. }
             | SkipReason::MissingKit { .. }
             | SkipReason::NoPositional { .. }
             | SkipReason::NoInstanceSelection
@@ -226,6 +230,11 @@ impl fmt::Display for SkipReason {
                         roles.first().map_or("", String::as_str)
                     )?;
                 }
+                if roles.iter().all(|r| crate::scenario::OPT_IN_ROLES.contains(&r.as_str())) {
+                    f.write_str(
+                        "; an opt-in role, not counted as unjudged: name `[roles.long_work]`, a `detach: true` command whose uninterrupted work takes over 12 s, to judge the 10 s bound between progress reports",
+                    )?;
+                }
                 Ok(())
             }
             SkipReason::NotApplicable { needs, role } => {
@@ -263,6 +272,14 @@ impl fmt::Display for SkipReason {
             SkipReason::NoInstanceSelection => f.write_str(
                 "profile says not how to select an instance (`instance_env` / `instance_flag`)",
             ),
+            SkipReason::TooFastToInterrupt { role, took_ms, floor_ms, with_budget_zero: true }
+                if crate::scenario::OPT_IN_ROLES.contains(&role.as_str()) =>
+            {
+                write!(
+                    f,
+                    "role `{role}` is too short for its scenarios: its work took {took_ms} ms with --budget 0, below {floor_ms} ms, so no 10 s between two progress reports can be judged; give it a larger input or a slower pace"
+                )
+            }
             SkipReason::TooFastToInterrupt { role, took_ms, floor_ms, with_budget_zero: true } => {
                 write!(
                     f,
@@ -533,6 +550,10 @@ pub enum FindingKind {
     /// Continuations stayed flat as often as the agent's loop cancels after, while the work
     /// went on to its end.
     ProgressStalls,
+    /// `data.progress.done` showed no growth for longer than its bound while the job ran
+    /// (REQ-C-034's 10 s between reports), or a `job wait` answered progress older than that
+    /// (REQ-F-081's fresh progress).
+    ProgressCadence,
     /// Prose on stdout.
     Prose,
     /// `/data` differs where it must be equal.
@@ -598,6 +619,7 @@ impl FindingKind {
             FindingKind::ProgressMonotonic => "progress-monotonic",
             FindingKind::ProcessesAlive => "processes-alive",
             FindingKind::ProgressStalls => "progress-stalls",
+            FindingKind::ProgressCadence => "progress-cadence",
             FindingKind::Prose => "prose",
             FindingKind::SameData => "same-data",
             FindingKind::SameResponse => "same-response",
@@ -635,6 +657,7 @@ impl FindingKind {
                 | FindingKind::PipesReleased
                 | FindingKind::ProcessesAlive
                 | FindingKind::ProgressStalls
+                | FindingKind::ProgressCadence
                 | FindingKind::StreamDeadline
                 | FindingKind::StreamSignal
         )

@@ -183,6 +183,11 @@ pub struct Roles {
     /// role's environment (a setting of the tool's own that shortens it to a few seconds).
     #[serde(default)]
     pub short_lifetime: Option<Role>,
+    /// A `detach: true` command whose uninterrupted work takes more than about 12 s: longer
+    /// than REQ-C-034's 10 s between two progress reports, so the bound can be judged. Opt-in
+    /// ([`crate::scenario::OPT_IN_ROLES`]).
+    #[serde(default)]
+    pub long_work: Option<Role>,
 }
 
 #[cfg(test)]
@@ -241,6 +246,7 @@ impl Roles {
             ("idempotent_writer", &self.idempotent_writer),
             ("failing", &self.failing),
             ("short_lifetime", &self.short_lifetime),
+            ("long_work", &self.long_work),
         ];
         all.into_iter().filter_map(|(n, r)| r.as_ref().map(|r| (n, r))).collect()
     }
@@ -259,6 +265,7 @@ impl Roles {
             "idempotent_writer" => &mut self.idempotent_writer,
             "failing" => &mut self.failing,
             "short_lifetime" => &mut self.short_lifetime,
+            "long_work" => &mut self.long_work,
             _ => return None,
         })
     }

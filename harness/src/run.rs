@@ -281,7 +281,8 @@ impl Engine {
             match self.calibration(calibrator, role, events, gate) {
                 Ok(c) => {
                     notes.push(c.describe());
-                    if scenario.needs_interruptible() && !c.interruptible() {
+                    let long = crate::scenario::OPT_IN_ROLES.contains(&role);
+                    if (scenario.needs_interruptible() || long) && !c.interruptible() {
                         result.status = Status::Skip { reason: c.too_fast_reason() };
                         result.notes = notes;
                         return (result, None);

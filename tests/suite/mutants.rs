@@ -60,8 +60,9 @@
 //!
 //! A fault's row calibrates the roles its targets use and runs them: seconds, mostly sleeping
 //! in paced work (`reftool::dead_worker_looks_alive` longer, sitting out a `job wait`). The
-//! correct rows run the whole catalogue: reftool's about 20 s at `-j 8`, pyagent's about a
-//! minute of Python start-ups.
+//! correct rows run the whole catalogue: reftool's about 40 s at `-j 8` (its critical path is
+//! the opt-in `long_work` role: an 18 s calibration, then its two scenarios beside the rest),
+//! pyagent's about a minute of Python start-ups (its `long_work` is 24 s).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -339,6 +340,10 @@ fn reftool_targets(fault: Fault) -> &'static [&'static str] {
         Fault::IdentityIgnoresStdin => &["other-stdin-starts-its-own-job"],
         Fault::IdentityIgnoresInstance => &["another-instance-starts-its-own-job"],
         Fault::IdentityIgnoresKey => &["another-idempotency-key-starts-its-own-job"],
+        // Both leave work shorter than their 3 s untouched: only the `long_work` role's 18 s
+        // shows them, as a flat stretch longer than 10 s.
+        Fault::ProgressFreezesAfterThreeSeconds => &["progress-advances-every-ten-seconds"],
+        Fault::JobWaitFreezesAfterThreeSeconds => &["job-wait-keeps-up-with-the-job"],
         // Narrow-window faults: no row (see `rows`), `conform campaign` catches them.
         Fault::TwoTransactionCommit
         | Fault::CheckpointFirst
@@ -365,6 +370,8 @@ const PYAGENT_FAULTS: &[(&str, &[&str])] = &[
     ("zero-budget-no-timeout", &["budget-zero-stops-at-the-timeout"]),
     ("lifetime-ignored", &["lifetime-bounds-the-work-without-timeout"]),
     ("no-timeout-meta", &["timeout-is-recorded-in-meta"]),
+    ("progress-freezes-after-three-seconds", &["progress-advances-every-ten-seconds"]),
+    ("job-wait-freezes-after-three-seconds", &["job-wait-keeps-up-with-the-job"]),
     (
         "worker-in-caller-group",
         &["caller-hangup-spares-the-job", "caller-group-kill-spares-the-job"],

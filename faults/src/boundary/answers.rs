@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use crate::Fault;
 use crate::invocation::Call;
-use crate::jobs::{answered_job, hand_off_progress, named_job};
+use crate::jobs::{answered_job, frozen_wait_progress, hand_off_progress, named_job};
 
 /// The answer as `fault` makes it.
 pub fn edit(fault: Fault, call: &Call<'_>, answer: &mut Answer) {
@@ -137,6 +137,14 @@ fn edit_response(fault: Fault, call: &Call<'_>, response: &mut Response) {
                 (id.and_then(|id| hand_off_progress(call, &id)), response.data.get_mut("progress"))
             {
                 *progress = first;
+            }
+        }
+        Fault::JobWaitFreezesAfterThreeSeconds if call.is("job.wait") && incomplete => {
+            let current = response.data.get("progress").cloned().unwrap_or(Value::Null);
+            if let (Some(frozen), Some(progress)) =
+                (frozen_wait_progress(call, &current), response.data.get_mut("progress"))
+            {
+                *progress = frozen;
             }
         }
         // The job's own exit, which the runtime's own endings (1, 10) do not show.

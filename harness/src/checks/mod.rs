@@ -224,6 +224,11 @@ pub struct StepFacts {
     /// The ranks, among the step's observations, of the responses `job wait` or `job status`
     /// gave (the job runtime relaying a job's stored ending), for `budget_recorded`.
     pub relayed: std::collections::BTreeSet<usize>,
+    /// The ranks of the responses a continue step's `watch` gave (`job status` beside the
+    /// hops), for `watched_progress_grows_within` and `waited_progress_grows_within`.
+    pub watched: std::collections::BTreeSet<usize>,
+    /// The step's duration expressions, evaluated (the bounds of those two checks).
+    pub durations: BTreeMap<String, Result<Duration, String>>,
 }
 
 /// What a check looks at, and its function.
@@ -332,6 +337,8 @@ pub const CHECKS: &[Check] = &[
     shape::BUDGET_RECORDED,
     shape::RETRYABLE_AS_DECLARED,
     progress::STALLS_BELOW,
+    progress::WATCHED_PROGRESS_GROWS_WITHIN,
+    progress::WAITED_PROGRESS_GROWS_WITHIN,
     json::SAME,
 ];
 

@@ -110,6 +110,174 @@ pub(super) fn stalls_below(
     ]
 }
 
+/// One response of a continue step with a watch, on the scenario's clock: when its call
+/// started and ended, and the `data.progress.done` it answered while the job ran (exit 14).
+#[derive(Debug, Clone)]
+struct Sighting {
+    name: String,
+    started_ms: u64,
+    ended_ms: u64,
+    done: u64,
+}
+
+/// The step's responses that exit 14 with a readable `done` and a place on the timeline, with
+/// whether each is watched.
+fn sightings(observations: &[&Observation], facts: &super::StepFacts) -> Vec<(bool, Sighting)> {
+    observations
+        .iter()
+        .enumerate()
+        .filter(|(_, obs)| obs.exit_code() == Some(14))
+        .filter_map(|(rank, obs)| {
+            let done = obs.response()?.pointer("/data/progress/done")?.as_u64()?;
+            let started_ms = obs.record.started_ms?;
+            let sighting = Sighting {
+                name: obs.record.name.clone(),
+                started_ms,
+                ended_ms: started_ms + obs.record.elapsed_ms,
+                done,
+            };
+            Some((facts.watched.contains(&rank), sighting))
+        })
+        .collect()
+}
+
+/// The bound of a check, or a finding saying it could not be evaluated.
+fn bound_of(
+    expr: Option<&String>,
+    facts: &super::StepFacts,
+    kind: FindingKind,
+) -> Result<u64, Vec<Finding>> {
+    let Some(expr) = expr else { return Err(Vec::new()) };
+    match facts.durations.get(expr) {
+        Some(Ok(d)) => Ok(crate::outcome::millis(*d)),
+        Some(Err(e)) => Err(vec![Finding::new(kind, format!("bound `{expr}`: {e}"))]),
+        None => Err(vec![Finding::new(
+            kind,
+            format!("conform did not resolve the bound `{expr}` before judging (a bug of conform)"),
+        )]),
+    }
+}
+
+/// Every sighting as `name at t ms: done`, for a finding's evidence.
+fn timeline(sightings: &[&Sighting]) -> String {
+    let list: Vec<String> = sightings
+        .iter()
+        .map(|s| format!("`{}` {}–{} ms: {}", s.name, s.started_ms, s.ended_ms, s.done))
+        .collect();
+    list.join(", ")
+}
+
+/// `watched_progress_grows_within`: over the watched responses (`job status` beside the hops)
+/// that exit 14. REQ-C-034: a command reports progress "at least once every 10 seconds of
+/// work", and a detached job works all the while. A flat stretch is measured from the end of
+/// the first look that saw a `done` to the start of the last look that saw it again (or less):
+/// the job reported no growth within it for certain; one longer than the bound is a finding
+/// with every look's times and values. Flat looks closer together are legal.
+pub(super) fn watched_progress_grows_within(
+    expect: &Expect,
+    observations: &[&Observation],
+    facts: &super::StepFacts,
+) -> Vec<Finding> {
+    let kind = FindingKind::ProgressCadence;
+    let bound = match bound_of(expect.watched_progress_grows_within.as_ref(), facts, kind) {
+        Ok(b) => b,
+        Err(findings) => return findings,
+    };
+    let all = sightings(observations, facts);
+    let watched: Vec<&Sighting> = all.iter().filter(|(w, _)| *w).map(|(_, s)| s).collect();
+    let longest = longest_flat(&watched, |earlier, later| later.done <= earlier.done);
+    match longest {
+        Some((from, to, gap)) if gap > bound => vec![
+            Finding::new(
+                kind,
+                format!(
+                    "`data.progress.done` stayed at {} from `{}` to `{}`: {gap} ms without a larger report while the job ran",
+                    from.done, from.name, to.name
+                ),
+            )
+            .expected(format!("a larger done within every {bound} ms while the job runs"))
+            .actual(timeline(&watched)),
+        ],
+        _ => Vec::new(),
+    }
+}
+
+/// `waited_progress_grows_within`: over every response of the step that exits 14 (the hops
+/// and the watched ones). REQ-F-081: `job wait` exits 14 "with a larger `data.progress.done`
+/// while the job runs", with "fresh `data.progress`". Two hops (waits) answering the same
+/// `done` (or less), the second starting more than the bound after the first ended, while a
+/// watched response (`job status`) between them showed the job past that `done`, repeated
+/// stale progress for longer than the bound while the job moved on: a finding, with every
+/// response's times and values. A job whose own progress stays flat leaves flat waits legal
+/// here (REQ-C-034's scenario judges the job).
+pub(super) fn waited_progress_grows_within(
+    expect: &Expect,
+    observations: &[&Observation],
+    facts: &super::StepFacts,
+) -> Vec<Finding> {
+    let kind = FindingKind::ProgressCadence;
+    let bound = match bound_of(expect.waited_progress_grows_within.as_ref(), facts, kind) {
+        Ok(b) => b,
+        Err(findings) => return findings,
+    };
+    let all = sightings(observations, facts);
+    let hops: Vec<&Sighting> = all.iter().filter(|(w, _)| !*w).map(|(_, s)| s).collect();
+    let watched: Vec<&Sighting> = all.iter().filter(|(w, _)| *w).map(|(_, s)| s).collect();
+    let moved_on = |earlier: &Sighting, later: &Sighting| {
+        watched.iter().find(|w| {
+            w.started_ms >= earlier.ended_ms
+                && w.ended_ms <= later.started_ms
+                && w.done > earlier.done
+        })
+    };
+    let longest = longest_flat(&hops, |earlier, later| {
+        later.done <= earlier.done && moved_on(earlier, later).is_some()
+    });
+    match longest {
+        Some((from, to, gap)) if gap > bound => {
+            let status = moved_on(from, to).map_or_else(String::new, |w| {
+                format!(" while `{}` showed the job at {}", w.name, w.done)
+            });
+            let everything: Vec<&Sighting> = all.iter().map(|(_, s)| s).collect();
+            vec![
+                Finding::new(
+                    kind,
+                    format!(
+                        "job wait answered `data.progress.done` {} from `{}` to `{}`, {gap} ms apart{status}",
+                        from.done, from.name, to.name
+                    ),
+                )
+                .expected(format!(
+                    "a larger done within every {bound} ms while the job's own progress grows"
+                ))
+                .actual(timeline(&everything)),
+            ]
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// The longest stretch between two sightings `earlier`, `later` (in order) for which
+/// `flat(earlier, later)` holds, from the end of the first to the start of the second.
+fn longest_flat<'s>(
+    sightings: &[&'s Sighting],
+    flat: impl Fn(&Sighting, &Sighting) -> bool,
+) -> Option<(&'s Sighting, &'s Sighting, u64)> {
+    let mut longest: Option<(&Sighting, &Sighting, u64)> = None;
+    for (i, earlier) in sightings.iter().enumerate() {
+        for later in &sightings[i + 1..] {
+            if !flat(earlier, later) {
+                continue;
+            }
+            let gap = later.started_ms.saturating_sub(earlier.ended_ms);
+            if longest.is_none_or(|(_, _, g)| gap > g) {
+                longest = Some((earlier, later, gap));
+            }
+        }
+    }
+    longest
+}
+
 // ---- the checks of this family ----
 
 /// The `progress_monotonic` check.
@@ -145,6 +313,42 @@ pub(super) const STALLS_BELOW: Check = Check {
         }
     },
 };
+
+/// The `watched_progress_grows_within` check.
+pub(super) const WATCHED_PROGRESS_GROWS_WITHIN: Check = Check {
+    defined_in: file!(),
+    key: Some("watched_progress_grows_within"),
+    active: |e| e.watched_progress_grows_within.is_some(),
+    needs_response: false,
+    judge: Judge::Step(watched_progress_grows_within),
+    holds: "continue with `watch` only: the watched responses that exit 14 (`job status` beside the hops) show a larger `data.progress.done` within every stretch longer than this duration expression, measured from the end of the look that first saw a done to the start of the last look that saw it again (REQ-C-034: a report at least every 10 s of work); the finding lists every look's times and done",
+    findings: &[FindingKind::ProgressCadence],
+    cites: &["REQ-C-034"],
+    value: || json!({"type": "string"}),
+    validate: watched_continue,
+};
+
+/// The `waited_progress_grows_within` check.
+pub(super) const WAITED_PROGRESS_GROWS_WITHIN: Check = Check {
+    defined_in: file!(),
+    key: Some("waited_progress_grows_within"),
+    active: |e| e.waited_progress_grows_within.is_some(),
+    needs_response: false,
+    judge: Judge::Step(waited_progress_grows_within),
+    holds: "continue with `watch` only: no two hops that exit 14 (`job wait`) answer the same `data.progress.done` (or less) more than this duration expression apart while a watched response between them (`job status`) showed the job past it (REQ-F-081: `job wait` exits 14 with a larger done while the job runs); the finding lists every response's times and done",
+    findings: &[FindingKind::ProgressCadence],
+    cites: &["REQ-F-081"],
+    value: || json!({"type": "string"}),
+    validate: watched_continue,
+};
+
+/// The validation of the two checks over a watched continue loop.
+fn watched_continue(_: &Expect, site: &super::Site<'_>) -> Result<(), String> {
+    match site.step {
+        Step::Continue(c) if !c.watch.is_empty() => Ok(()),
+        _ => Err(site.fail("this check belongs to continue steps with a `watch`")),
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -200,5 +404,87 @@ mod tests {
         assert!(judged(&hops(&[5, 5, 6, 6], 0)).is_empty());
         // A loop that did not end in success had its flat hops for a reason: not judged.
         assert!(judged(&hops(&[5, 5, 5, 5], 10)).is_empty());
+    }
+
+    /// A response of a watched loop: `name` ran from `start` for `took` ms and answered
+    /// `done` with exit `code` (14: the job runs).
+    fn sighted(name: &str, start: u64, took: u64, code: i32, done: u64) -> Observation {
+        let data = json!({ "state": "running", "job_id": "j", "progress": { "done": done } });
+        let mut obs = named_run("x", code, &envelope(data));
+        obs.record.name = name.to_owned();
+        obs.record.started_ms = Some(start);
+        obs.record.elapsed_ms = took;
+        obs
+    }
+
+    /// A loop of 1 s waits (`w#n`) each followed by a 50 ms status (`s#n`), every 1100 ms
+    /// from 1000 ms: the waits answer `waits[n]`, the statuses `statuses[n]`; the last wait
+    /// ends the work (exit 0).
+    fn watched_loop(waits: &[u64], statuses: &[u64]) -> (Vec<Observation>, StepFacts) {
+        let mut runs = Vec::new();
+        let mut facts = StepFacts::default();
+        for (n, (wait, status)) in waits.iter().zip(statuses).enumerate() {
+            let at = 1000 + 1100 * n as u64;
+            runs.push(sighted(&format!("w#{n}"), at, 1000, 14, *wait));
+            facts.watched.insert(runs.len());
+            runs.push(sighted(&format!("s#{n}"), at + 1000, 50, 14, *status));
+        }
+        let end = 1000 + 1100 * waits.len() as u64;
+        runs.push(named_run("w#end", 0, &envelope(json!({ "rows": 9 }))));
+        runs.last_mut().unwrap().record.started_ms = Some(end);
+        facts.durations.insert("10s".into(), Ok(std::time::Duration::from_secs(10)));
+        (runs, facts)
+    }
+
+    fn judged(key: &str, runs: &[Observation], facts: &StepFacts) -> Vec<Finding> {
+        let e = expect(json!({ key: "10s" }));
+        check_all(&e, "follow", &runs.iter().collect::<Vec<_>>(), facts)
+    }
+
+    #[test]
+    fn a_job_status_flat_for_longer_than_the_bound_fails_and_shorter_flats_pass() {
+        const KEY: &str = "watched_progress_grows_within";
+        // Growth every third look (3.3 s): flat hops inside the bound are legal.
+        let steady: Vec<u64> = (0..15).map(|n| n / 3).collect();
+        let (runs, facts) = watched_loop(&steady, &steady);
+        assert!(judged(KEY, &runs, &facts).is_empty());
+        // Flat from the status of hop 2 (ends 4250 ms) to that of hop 12 (starts 15200 ms):
+        // 10950 ms > 10 s. The waits are not looked at.
+        let mut frozen: Vec<u64> = (0..15).map(|n| n.min(2)).collect();
+        frozen[14] = 3;
+        let (runs, facts) = watched_loop(&[0; 15], &frozen);
+        let f = only(judged(KEY, &runs, &facts));
+        assert_eq!(f.check, "progress-cadence");
+        assert!(f.message.contains("stayed at 2 from `s#2` to `s#13`"), "{}", f.message);
+        assert!(f.message.contains("12050 ms"), "{}", f.message);
+        let actual = f.actual.unwrap();
+        assert!(actual.contains("`s#0` 2000–2050 ms: 0"), "{actual}");
+        assert!(!actual.contains("`w#"), "only the watched looks: {actual}");
+        // Ten flat statuses 9900 ms apart (end to start): within the bound.
+        let (runs, facts) = watched_loop(&[0; 11], &[[0; 10].as_slice(), &[1]].concat());
+        assert!(judged(KEY, &runs, &facts).is_empty());
+    }
+
+    #[test]
+    fn waits_repeating_a_done_past_the_bound_fail_only_while_the_job_moved_on() {
+        const KEY: &str = "waited_progress_grows_within";
+        let growing: Vec<u64> = (0..15).collect();
+        // The waits follow the job: nothing to find.
+        let (runs, facts) = watched_loop(&growing, &growing);
+        assert!(judged(KEY, &runs, &facts).is_empty());
+        // The waits freeze at 2 while the statuses grow: flat from `w#2` (ends 4200 ms) to
+        // `w#14` (starts 16400 ms), 12200 ms.
+        let frozen: Vec<u64> = (0..15).map(|n| n.min(2)).collect();
+        let (runs, facts) = watched_loop(&frozen, &growing);
+        let f = only(judged(KEY, &runs, &facts));
+        assert_eq!(f.check, "progress-cadence");
+        assert!(f.message.contains("answered `data.progress.done` 2 from `w#2` to `w#14`, 12200 ms apart while `s#3` showed the job at 3"), "{}", f.message);
+        // A job whose own progress stays flat leaves flat waits legal here.
+        let (runs, facts) = watched_loop(&frozen, &frozen);
+        assert!(judged(KEY, &runs, &facts).is_empty());
+        // Frozen for less than the bound: legal.
+        let short: Vec<u64> = (0..15).map(|n| if n < 10 { n.min(2) } else { n }).collect();
+        let (runs, facts) = watched_loop(&short, &growing);
+        assert!(judged(KEY, &runs, &facts).is_empty());
     }
 }

@@ -232,7 +232,10 @@ pub(super) fn sample(key: &str) -> Value {
         "exit_not" => json!([1]),
         "schema" => json!("envelope"),
         "json" => json!([{ "pointer": "/ok", "equals": true }]),
-        "elapsed_max" | "elapsed_min" => json!("1s"),
+        "elapsed_max"
+        | "elapsed_min"
+        | "watched_progress_grows_within"
+        | "waited_progress_grows_within" => json!("1s"),
         "same" => json!(["/ok"]),
         "manifest_rules" => json!(["detach-or-resume"]),
         "differs_from" => json!([{ "step": "other", "pointer": "/data/id" }]),

@@ -317,6 +317,14 @@ impl Values<'_> {
                     c.from,
                     c.max_hops.unwrap_or(100)
                 );
+                if !c.watch.is_empty() {
+                    let watch: Vec<String> = c.watch.iter().map(|a| self.text(a)).collect();
+                    line.runs.push_str(&format!(
+                        "; after each hop that exits 14, TOOL {} (`{}-watch#<hop>`)",
+                        watch.join(" "),
+                        c.name
+                    ));
+                }
                 line.env.extend(c.env.iter().map(|(k, v)| format!("{k}={}", self.text(v))));
                 line.premise = c.premise.as_ref().map(|e| self.checks(e)).unwrap_or_default();
             }

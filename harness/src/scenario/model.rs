@@ -25,7 +25,15 @@ pub const ROLE_NAMES: [&str; 11] = [
     "idempotent_writer",
     "failing",
     "short_lifetime",
+    "long_work",
 ];
+
+/// Roles a vendor opts into: a profile without one leaves its scenarios skipped and named in
+/// the report, but not unjudged ([`crate::outcome::SkipReason::vendor_can_fix`]). `long_work`
+/// is work longer than REQ-C-034's 10 s between two progress reports: many tools have none,
+/// a tool whose every work ends within 10 s keeps that bound by construction, and conform
+/// cannot tell from a manifest whether some input would run longer.
+pub const OPT_IN_ROLES: [&str; 1] = ["long_work"];
 
 /// What a scenario needs some command of the manifest to declare before it can judge anything:
 /// without such a command the criterion is **not applicable** to the tool (a rule over zero
@@ -85,7 +93,7 @@ impl Declaration {
 /// fill (`plain_slow`: a command without interruption).
 pub fn role_declaration(role: &str) -> Option<Declaration> {
     match role {
-        "detach" | "detach_stdin" => Some(Declaration::Detach),
+        "detach" | "detach_stdin" | "long_work" => Some(Declaration::Detach),
         "detach_only" => Some(Declaration::DetachOnly),
         "resume_reader" => Some(Declaration::ResumeReader),
         "resume_writer" => Some(Declaration::ResumeWriter),
@@ -447,6 +455,12 @@ pub struct ShellStep {
     /// Continue only: the most hops before the loop is a finding (default 100).
     #[serde(default)]
     pub max_hops: Option<u32>,
+    /// Continue only: arguments of the tool (templates, e.g. `["job", "status",
+    /// "{@call/data/job_id}"]`) run after every hop that exits 14, as a run step without a role
+    /// named `<step>-watch#<hop>`: what the job itself reports beside what the hops answer.
+    /// Its responses are among the step's, marked as watched for the checks that tell them apart.
+    #[serde(default)]
+    pub watch: Vec<String>,
     /// Extra environment on top of the `from` step's environment.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
@@ -782,6 +796,16 @@ pub struct Expect {
     /// stalls would have cancelled live work.
     #[serde(default)]
     pub stalls_below: Option<u32>,
+    /// Continue with `watch` only: the watched responses (`job status`) show a larger
+    /// `data.progress.done` within every stretch longer than this duration expression while
+    /// the job runs (REQ-C-034: a report at least every 10 s of work).
+    #[serde(default)]
+    pub watched_progress_grows_within: Option<String>,
+    /// Continue with `watch` only: no two hops (`job wait`) answer one `data.progress.done`
+    /// more than this duration expression apart while a watched response between them showed
+    /// the job past it (REQ-F-081: `job wait` exits 14 with a larger done while the job runs).
+    #[serde(default)]
+    pub waited_progress_grows_within: Option<String>,
     /// After redaction, the response equals the calibrated (`--budget 0`) response of the role.
     #[serde(default)]
     pub matches_calibrated: Option<bool>,
@@ -889,7 +913,15 @@ impl Expect {
 
     /// The duration expressions (`elapsed_max`, `elapsed_min`), which are interpolated too.
     pub fn durations(&self) -> Vec<&str> {
-        [&self.elapsed_max, &self.elapsed_min].into_iter().filter_map(|e| e.as_deref()).collect()
+        [
+            &self.elapsed_max,
+            &self.elapsed_min,
+            &self.watched_progress_grows_within,
+            &self.waited_progress_grows_within,
+        ]
+        .into_iter()
+        .filter_map(|e| e.as_deref())
+        .collect()
     }
 
     /// The text templates of the pointer checks (string values and patterns), interpolated
@@ -976,6 +1008,7 @@ impl Step {
             }
             Self::Continue(s) | Self::Cancel(s) => {
                 out.extend(s.env.values().map(String::as_str));
+                out.extend(s.watch.iter().map(String::as_str));
                 out.extend(s.limit.as_deref());
                 out.extend(s.expect.durations());
                 out.extend(s.expect.templates());

@@ -10,7 +10,10 @@ use crate::exec::{self, Invocation, Program};
 use crate::observe::Observation;
 use crate::outcome::FindingKind;
 use crate::outcome::{Finding, millis};
-use crate::scenario::ShellStep;
+use crate::scenario::{RunStep, ShellStep};
+
+/// The longest a continue step's `watch` run may take: the spec's cadence and the slack.
+const WATCH_HOLD: &str = "{cadence} + {slack}";
 
 /// The shortest a hop is taken to last, whatever the tool's measured start-up.
 const MIN_HOP: Duration = Duration::from_millis(20);
@@ -102,6 +105,7 @@ impl ScenarioState<'_> {
             None => hop_limit(window, self.subject.startup),
         };
         let mut indices = Vec::new();
+        let mut watched = std::collections::BTreeSet::new();
         let mut hops = 0;
         while hops < max_hops {
             if started.elapsed() >= window {
@@ -126,9 +130,36 @@ impl ScenarioState<'_> {
                 let mut findings = self.check_one(&c.expect, &self.observations[i]);
                 let all: Vec<&Observation> =
                     indices.iter().map(|&i| &self.observations[i]).collect();
-                let facts = self.step_facts(&c.name, &c.expect, &indices);
+                let mut facts = self.step_facts(&c.name, &c.expect, &indices);
+                facts.watched = watched;
                 findings.extend(checks::check_all(&c.expect, &c.name, &all, &facts));
                 return Ok(findings);
+            }
+            // What the job itself reports beside the hop's answer: a run of the tool. It is an
+            // observation, not the criterion: how long a `job status` may hold its caller is
+            // judged by its own scenario (job-status-never-waits), and a slow look only
+            // shortens the stretches the window checks measure, so it may take up to the
+            // spec's cadence before it is a finding (dozens of looks under load would
+            // otherwise fail a correct tool on one slow start-up).
+            if !c.watch.is_empty() {
+                let expect = crate::scenario::Expect {
+                    elapsed_max: Some(WATCH_HOLD.to_owned()),
+                    ..crate::scenario::Expect::default()
+                };
+                let watch = RunStep {
+                    name: format!("{}-watch#{hops}", c.name),
+                    args: c.watch.clone(),
+                    expect,
+                    ..RunStep::default()
+                };
+                let findings = self.run_watch(&watch)?;
+                if !findings.is_empty() {
+                    return Ok(findings);
+                }
+                if let Some(&w) = self.last.get(&watch.name) {
+                    watched.insert(indices.len());
+                    indices.push(w);
+                }
             }
             line = match self.command_from(&c.name, &c.name, "/data/continue_command") {
                 Ok(l) => l,

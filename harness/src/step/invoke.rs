@@ -38,6 +38,13 @@ struct Launch {
 }
 
 impl ScenarioState<'_> {
+    /// Runs a continue step's `watch` (a run step without a role or premise), judged by its
+    /// own `expect` alone: its `elapsed_max` replaces the call's hold, as it does in a step.
+    pub(super) fn run_watch(&mut self, r: &RunStep) -> Result<Vec<Finding>, String> {
+        let indices = self.invoke(r, Launch::default())?;
+        Ok(self.judge(&r.name, &r.expect, &indices))
+    }
+
     pub(super) fn run_tool(&mut self, r: &RunStep) -> Result<Vec<Finding>, String> {
         let profile = &self.subject.profile;
         if let Some(placement) = r.order {

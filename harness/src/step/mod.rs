@@ -876,8 +876,10 @@ impl ScenarioState<'_> {
             })
             .map(|(rank, _)| rank)
             .collect();
+        let durations: BTreeMap<String, Result<Duration, String>> =
+            expect.durations().into_iter().map(|d| (d.to_owned(), self.duration(d))).collect();
         if expect.retryable_as_declared != Some(true) {
-            return checks::StepFacts { relayed, ..checks::StepFacts::default() };
+            return checks::StepFacts { relayed, durations, ..checks::StepFacts::default() };
         }
         let profile = &self.subject.profile;
         let argv_of = |role: &str| profile.role(role).map(|r| r.argv.clone());
@@ -894,6 +896,6 @@ impl ScenarioState<'_> {
         let continued = matches!(definition, Some(Step::Continue(_)));
         let incomplete_entries =
             checks::declared_entries(&self.subject.commands, &argv, primary.as_deref(), continued);
-        checks::StepFacts { incomplete_entries, relayed }
+        checks::StepFacts { incomplete_entries, relayed, durations, ..checks::StepFacts::default() }
     }
 }

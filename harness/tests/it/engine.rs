@@ -4,7 +4,7 @@
 use rstest::rstest;
 
 use crate::support::{
-    code, conform, errors, fake_profile, faketool, status_of, stdout_json, validator,
+    code, conform, errors, fake_profile, faketool, pyagent_with, status_of, stdout_json, validator,
 };
 
 /// A profile of this text in a directory of its own (kept while the guard lives).
@@ -143,6 +143,47 @@ fn a_role_too_fast_to_interrupt_is_skipped_with_the_reason() {
     assert_eq!(s["status"], "skip");
     assert!(s["reason"].as_str().unwrap().contains("too fast to interrupt"), "{s:#}");
     assert_eq!(report["data"]["coverage"]["unjudged_musts"][0], "progress-never-decreases");
+}
+
+/// The opt-in `long_work` lane, on pyagent (whose `count` detaches): a profile without the
+/// role is not held at 82 for it, and the reason names the role to add (the heavy twin holds a
+/// role too short for the lane at 82).
+#[test]
+fn a_missing_long_work_role_is_named_but_not_unjudged() {
+    let without = |text: &str| {
+        let start = text.find("[roles.long_work]").unwrap();
+        let end = start + text[start..].find("\n[").unwrap() + 1;
+        format!("{}{}", &text[..start], &text[end..])
+    };
+    let (_dir, tool, profile) = pyagent_with(without);
+    let (code, report) = run_tool_json(&tool, &profile, "long_work");
+    assert_eq!(code, 0, "{report:#}");
+    let scenarios = report["data"]["scenarios"].as_array().unwrap();
+    assert_eq!(scenarios.len(), 2, "{report:#}");
+    for s in scenarios {
+        assert_eq!(s["status"], "skip", "{s:#}");
+        let reason = s["reason"].as_str().unwrap();
+        assert!(reason.contains("[roles.long_work]") && reason.contains("12 s"), "{reason}");
+    }
+    assert_eq!(report["data"]["coverage"]["unjudged_musts"], serde_json::json!([]));
+}
+
+/// `conform run TOOL --format json --only ONLY --profile PROFILE` from an empty directory.
+fn run_tool_json(
+    tool: &std::path::Path,
+    profile: &std::path::Path,
+    only: &str,
+) -> (i32, serde_json::Value) {
+    let cwd = tempfile::tempdir().unwrap();
+    let out = conform()
+        .current_dir(cwd.path())
+        .arg("run")
+        .arg(tool)
+        .args(["--format", "json", "--only", only, "--profile"])
+        .arg(profile)
+        .output()
+        .unwrap();
+    (code(&out), stdout_json(&out))
 }
 
 #[test]
@@ -329,6 +370,26 @@ fn each_call_is_placed_on_the_scenario_s_timeline() {
 /// Out of the edit lane (`.config/nextest.toml`): these wait out timeouts or run conform over whole tools.
 mod heavy {
     use super::*;
+
+    /// A `long_work` role too short for its scenarios (pyagent's at 50 ms a chunk: about 1 s
+    /// of work) is a gap the vendor opened: the must is unjudged (82), and the reason says so.
+    #[test]
+    fn a_long_work_role_too_short_for_the_lane_is_unjudged() {
+        let short =
+            |text: &str| text.replace("PYAGENT_PACE_MS = \"1200\"", "PYAGENT_PACE_MS = \"50\"");
+        let (_dir, tool, profile) = pyagent_with(short);
+        let (code, report) =
+            super::run_tool_json(&tool, &profile, "progress-advances-every-ten-seconds");
+        assert_eq!(code, i32::from(conform::exit::UNJUDGED), "{report:#}");
+        let s = &report["data"]["scenarios"][0];
+        let reason = s["reason"].as_str().unwrap();
+        assert!(
+            reason.contains("too short for its scenarios") && reason.contains("12000 ms"),
+            "{s:#}"
+        );
+        let unjudged = &report["data"]["coverage"]["unjudged_musts"];
+        assert_eq!(unjudged[0], "progress-advances-every-ten-seconds");
+    }
 
     /// The planted faults whose scenarios wait on paced work or a leak's grace.
     #[rstest]
