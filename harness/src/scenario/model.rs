@@ -13,7 +13,7 @@ use super::template::{
 
 /// The role names a scenario may need and a profile may define (the manual says what each
 /// promises).
-pub const ROLE_NAMES: [&str; 11] = [
+pub const ROLE_NAMES: [&str; 12] = [
     "detach",
     "detach_stdin",
     "resume_reader",
