@@ -432,15 +432,15 @@ faults! {
     ///
     /// Acts: around the hand-off and `job wait`: a marker in the state directory.
     StaleProgressOnWait = "stale-progress-on-wait",
-    /// A job's progress is published for its first [`crate::parts::FREEZE_AFTER`] only: the
-    /// reports after it go nowhere while the work goes on, so `job status` shows one `done`
+    /// A job's progress is published for its first [`crate::parts::FREEZE_AFTER_MS`] ms only:
+    /// the reports after it go nowhere while the work goes on, so `job status` shows one `done`
     /// for the rest of a long work (a report at least every 10 s of work). Work shorter than
     /// that is untouched.
     ///
     /// Acts: the progress sink.
     ProgressFreezesAfterThreeSeconds = "progress-freezes-after-three-seconds",
-    /// Once a job has run [`crate::parts::FREEZE_AFTER`], `job wait` answers, while it runs,
-    /// the progress the first wait after that moment saw, never refreshed, while `job status`
+    /// Once a job has run [`crate::parts::FREEZE_AFTER_MS`] ms, `job wait` answers, while it
+    /// runs, the progress the first wait after that moment saw, never refreshed, while `job status`
     /// follows the job (fresh progress on `job wait`). A job shorter than that is untouched.
     ///
     /// Acts: envelope out of `job wait`: a marker in the state directory.
