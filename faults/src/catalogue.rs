@@ -370,6 +370,17 @@ faults! {
     ///
     /// Acts: envelope out.
     SigintNotPartial = "sigint-not-partial",
+    /// A second SIGINT while a cancelled call cleans up is only recorded, like the first: the
+    /// call ends when its cleanup does (it ends at once, exit 130).
+    ///
+    /// Acts: the signal handlers: SIGINT and SIGHUP are heard without the exit a second one
+    /// arms ([`crate::parts`]).
+    SecondSigintIgnored = "second-sigint-ignored",
+    /// The manifest's commands lack the "130" exit-code entry (REQ-F-069 adds it to every
+    /// command).
+    ///
+    /// Acts: envelope out (the manifest).
+    ManifestWithout130 = "manifest-without-130",
     /// `--timeout` bounds only the call it is given to, never the job: the job lives
     /// `max_lifetime_ms`, so work continued past `--timeout` runs on to its end (it bounds the
     /// whole work across continuations).

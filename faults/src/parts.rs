@@ -1,16 +1,18 @@
 //! Faults in the runtime's parts: the job naming (how an invocation is keyed, how a job is
 //! named), the progress sink, the worker launcher, the checkpoint commit (see
-//! [`crate::narrow`]). reftool's parts are [`reftool::runtime::Parts::default`]; a fault
+//! [`crate::narrow`]), how a call hears SIGINT. reftool's parts are [`reftool::runtime::Parts::default`]; a fault
 //! replaces one.
 
 use std::collections::BTreeSet;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use reftool::runtime::Parts;
+use reftool::runtime::cancel::{self, CancelSignals};
 use reftool::runtime::fsutil::now_ms;
 use reftool::runtime::identity::{IdentityKey, InvocationIdentity, JobNaming};
 use reftool::runtime::ids::{JOB_ID_HEX_LEN, JOB_ID_PREFIX, JobId, JobIdError};
@@ -44,6 +46,7 @@ pub fn parts(fault: Option<Fault>) -> Parts {
             | Fault::StaleCheckpointTotals),
         ) => parts.checkpoints = Arc::new(SplitCommit { fault }),
         Some(Fault::IdentityCheckThenCreate) => parts.naming = Arc::new(UnlockedLookup),
+        Some(Fault::SecondSigintIgnored) => parts.cancel = Arc::new(EverySignalRecorded),
         _ => {}
     }
     parts
@@ -196,5 +199,19 @@ impl Launcher for InheritingStdio {
         let exe = std::env::current_exe()?;
         let mut command = worker_command(&exe, &[], job_dir, cwd)?;
         command.stdout(Stdio::inherit()).stderr(Stdio::inherit()).spawn()
+    }
+}
+
+/// Every SIGINT or SIGHUP only recorded ([`Fault::SecondSigintIgnored`]): a second one while
+/// the call cleans up does not end it.
+#[derive(Debug)]
+struct EverySignalRecorded;
+
+impl CancelSignals for EverySignalRecorded {
+    fn listen(&self, heard: &Arc<AtomicUsize>, also: Option<&Arc<AtomicBool>>) -> io::Result<()> {
+        for signal in [nix::libc::SIGINT, nix::libc::SIGHUP] {
+            cancel::record(signal, heard, also)?;
+        }
+        Ok(())
     }
 }

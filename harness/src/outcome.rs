@@ -537,6 +537,9 @@ pub enum FindingKind {
     KillWorker,
     /// A process of the scenario outlived it and its cancels.
     LeakedProcess,
+    /// The process outlived its bound after the last signal conform sent it (a second SIGINT
+    /// that did not end it at once, REQ-F-069).
+    ExitAfterSignal,
     /// A static registration rule the manifest breaks.
     ManifestRule,
     /// A response lacks the command line a step runs next.
@@ -609,6 +612,7 @@ impl FindingKind {
             FindingKind::DataDiffers => "data-differs",
             FindingKind::Elapsed => "elapsed",
             FindingKind::ExitCode => "exit-code",
+            FindingKind::ExitAfterSignal => "exit-after-signal",
             FindingKind::IncompleteRetryable => "incomplete-retryable",
             FindingKind::JsonPointer => "json-pointer",
             FindingKind::KillWorker => "kill-worker",
@@ -650,6 +654,7 @@ impl FindingKind {
         matches!(
             self,
             FindingKind::Elapsed
+                | FindingKind::ExitAfterSignal
                 | FindingKind::Timeout
                 | FindingKind::ContinueLoop
                 | FindingKind::KillWorker
@@ -1021,6 +1026,17 @@ pub struct SentSignal {
     pub after_ms: u64,
     /// Whom it went to.
     pub to: SignalTarget,
+    /// When the same signal went again, from the spawn (a step's `kill_group.again_after`,
+    /// sent only while the group was still there).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub again_ms: Option<u64>,
+}
+
+impl SentSignal {
+    /// When the last signal went, from the spawn.
+    pub fn last_ms(&self) -> u64 {
+        self.again_ms.unwrap_or(self.after_ms)
+    }
 }
 
 /// Whom conform sent a signal to.

@@ -53,7 +53,9 @@
 //! - **Signals and limits.** SIGTERM hands a detached call off or pauses a resume-only one
 //!   (REQ-F-013); SIGINT and SIGHUP end an interruptible call with the cancellation envelope
 //!   (130, 129; REQ-F-069) whose `data` says where its job stands, its work saved or running
-//!   on; a write past `ulimit -f` is an error envelope (`DB_WRITE_FAILED`), not SIGXFSZ; running
+//!   on; a second SIGINT or SIGHUP during the cleanup after the first ends the process at once
+//!   with 130 or 129 and nothing more on stdout (`runtime::cancel`); every command's exit codes
+//!   list 130; a write past `ulimit -f` is an error envelope (`DB_WRITE_FAILED`), not SIGXFSZ; running
 //!   out of file descriptors is `TOO_MANY_OPEN_FILES` with the limit
 //!   (`tests/it/signals.rs`).
 //!

@@ -313,6 +313,8 @@ fn reftool_targets(fault: Fault) -> &'static [&'static str] {
         Fault::StreamWithoutSummary | Fault::StreamSeqSkips => &["stream-lines-keep-the-contract"],
         Fault::SigintExits1 => &["sigint-ends-the-stream-cancelled", "sigint-cancels-with-130"],
         Fault::SigintNotPartial => &["sigint-ends-the-stream-cancelled"],
+        Fault::SecondSigintIgnored => &["second-sigint-exits-at-once"],
+        Fault::ManifestWithout130 => &["every-command-lists-130"],
         Fault::JobTimeoutSpansOneCall => {
             &["timeout-spans-resumed-calls", "timeout-ends-the-detached-job"]
         }
@@ -372,6 +374,8 @@ const PYAGENT_FAULTS: &[(&str, &[&str])] = &[
     ("no-timeout-meta", &["timeout-is-recorded-in-meta"]),
     ("progress-freezes-after-three-seconds", &["progress-advances-every-ten-seconds"]),
     ("job-wait-freezes-after-three-seconds", &["job-wait-keeps-up-with-the-job"]),
+    ("second-sigint-ignored", &["second-sigint-exits-at-once"]),
+    ("no-130-exit-code", &["every-command-lists-130"]),
     (
         "worker-in-caller-group",
         &["caller-hangup-spares-the-job", "caller-group-kill-spares-the-job"],

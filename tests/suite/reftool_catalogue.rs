@@ -189,6 +189,8 @@ mod heavy {
         conflicting_repeats_are_arg_errors => "conflicting-repeats-are-arg-errors",
         options_after_positionals_take_effect => "options-after-positionals-take-effect",
         same_value_repeats_are_accepted => "same-value-repeats-are-accepted",
+        every_command_lists_130 => "every-command-lists-130",
+        second_sigint_exits_at_once => "second-sigint-exits-at-once",
         sigint_cancels_with_130 => "sigint-cancels-with-130",
         global_option_means_the_same_anywhere => "global-option-means-the-same-anywhere",
         global_option_value_survives_the_command => "global-option-value-survives-the-command",

@@ -349,6 +349,15 @@ fn edit_manifest(fault: Fault, manifest: &mut Value) {
                 top.remove("schema_version");
             }
         }
+        Fault::ManifestWithout130 => {
+            if let Some(Value::Object(commands)) = manifest.get_mut("commands") {
+                for entry in commands.values_mut() {
+                    if let Some(Value::Object(codes)) = entry.get_mut("exit_codes") {
+                        codes.remove("130");
+                    }
+                }
+            }
+        }
         // `migrate` lists the `--budget` flag every interruptible command has.
         Fault::BudgetFlagOnPlainCommand => {
             let budget =

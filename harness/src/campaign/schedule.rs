@@ -476,9 +476,10 @@ pub struct ScenarioHeading<'a> {
 /// `kill_group`, `sleep` + `kill-worker`, `sleep` + `cancel`, `job wait` / `job status` runs),
 /// then the epilogue: the identical invocation, its `continue_command` loop expected to end in
 /// the calibrated response, and the effect oracle. With `one_job` (a detaching role's kept
-/// failure) the first call's identical copies must answer one job id (`same`); the trials the
-/// campaign runs judge that by their hand-offs instead ([`super::invariant::one_job`]), since
-/// under a campaign's load a copy may answer without an id.
+/// failure) the first call's identical copies that hand off must name one job
+/// (`same_among_handoffs`), as the campaign's own trials judge it
+/// ([`super::invariant::one_job`]): a copy may legally answer without an id, refused while the
+/// state is busy (STATE_BUSY under load) or ended with the work.
 pub fn to_scenario(s: &Schedule, one_job: bool, heading: &ScenarioHeading<'_>) -> String {
     let q = |text: &str| toml_string(text);
     let mut out = String::new();
@@ -524,7 +525,7 @@ pub fn to_scenario(s: &Schedule, one_job: bool, heading: &ScenarioHeading<'_>) -
                     // the first call's job is surely far from its end; a later call's copies
                     // may legally meet a job that ends (the campaign judges them by their
                     // hand-offs alone, `invariant::one_job`).
-                    out.push_str(&format!("expect = {{ same = [\"{JOB_ID}\"] }}\n"));
+                    out.push_str(&format!("expect = {{ same_among_handoffs = [\"{JOB_ID}\"] }}\n"));
                 }
                 last_answered = e.answers().then_some(name);
             }

@@ -277,8 +277,33 @@ pub(super) fn same(
     observations: &[&Observation],
     _facts: &super::StepFacts,
 ) -> Vec<Finding> {
+    one_value_across(&expect.same, observations, "responses")
+}
+
+/// `same_among_handoffs`: each pointer has one value across the responses that hand off
+/// (exit 14). A copy that answered otherwise (refused while the state was busy, or ended) is
+/// not compared: only hand-offs name the job a copy attached to (REQ-F-081).
+pub(super) fn same_among_handoffs(
+    expect: &Expect,
+    observations: &[&Observation],
+    _facts: &super::StepFacts,
+) -> Vec<Finding> {
+    let handoffs: Vec<&Observation> = observations
+        .iter()
+        .copied()
+        .filter(|o| o.exit_code() == Some(crate::observe::INCOMPLETE))
+        .collect();
+    one_value_across(&expect.same_among_handoffs, &handoffs, "hand-offs")
+}
+
+/// Each pointer has one value, present, in every one of `observations` (`what` names them).
+fn one_value_across(
+    pointers: &[String],
+    observations: &[&Observation],
+    what: &str,
+) -> Vec<Finding> {
     let mut findings = Vec::new();
-    for pointer in &expect.same {
+    for pointer in pointers {
         let values: Vec<Option<&Value>> =
             observations.iter().map(|o| o.response().and_then(|r| r.pointer(pointer))).collect();
         let distinct: Vec<String> = {
@@ -292,12 +317,9 @@ pub(super) fn same(
             findings.push(
                 Finding::new(
                     FindingKind::SameValue,
-                    format!(
-                        "`{pointer}` differs across the {} responses of the step",
-                        values.len()
-                    ),
+                    format!("`{pointer}` differs across the {} {what} of the step", values.len()),
                 )
-                .expected("one value in every response")
+                .expected(format!("one value in each of the {what}"))
                 .actual(distinct.join("\n")),
             );
         }
@@ -467,6 +489,20 @@ pub(super) const SAME: Check = Check {
     cites: &[],
     value: || json!({"type": "array", "items": {"type": "string", "pattern": "^(/.*)?$"}}),
     validate: |e, site| e.same.iter().try_for_each(|p| json_pointer(p, site)),
+};
+
+/// The `same_among_handoffs` check.
+pub(super) const SAME_AMONG_HANDOFFS: Check = Check {
+    defined_in: file!(),
+    key: Some("same_among_handoffs"),
+    active: |e| !e.same_among_handoffs.is_empty(),
+    needs_response: false,
+    judge: Judge::Step(same_among_handoffs),
+    holds: "these pointers have one value across the responses of the step that exit 14; responses with another exit are not compared",
+    findings: &[FindingKind::SameValue],
+    cites: &["REQ-F-081"],
+    value: || json!({"type": "array", "items": {"type": "string", "pattern": "^(/.*)?$"}}),
+    validate: |e, site| e.same_among_handoffs.iter().try_for_each(|p| json_pointer(p, site)),
 };
 
 /// A pointer of `json` or `same`: empty (the whole document) or starting with `/`.
@@ -726,5 +762,30 @@ mod tests {
         );
         // check_one leaves `same` to check_all.
         assert_eq!(names(&judge(&e, &a)), Vec::<&str>::new());
+    }
+
+    #[test]
+    fn same_among_handoffs_compares_only_the_copies_that_exit_14() {
+        let handoff = |id: &str| exited(14, &json!({ "data": { "job_id": id } }).to_string());
+        let busy =
+            exited(12, &json!({ "ok": false, "error": { "code": "STATE_BUSY" } }).to_string());
+        let e = expect(json!({ "same_among_handoffs": ["/data/job_id"] }));
+        let (a, b, c) = (handoff("j1"), handoff("j1"), handoff("j2"));
+        // A copy refused while the state was busy names no job, legally.
+        assert!(check_all(&e, "copies", &[&a, &busy, &b], &StepFacts::default()).is_empty());
+        // So does a step where no copy handed off at all.
+        assert!(check_all(&e, "copies", &[&busy], &StepFacts::default()).is_empty());
+        let f = only(check_all(&e, "copies", &[&a, &busy, &c], &StepFacts::default()));
+        assert_eq!(f.message, "`/data/job_id` differs across the 2 hand-offs of the step");
+        assert_eq!(f.actual.as_deref(), Some("\"j1\"\n\"j2\""));
+        // A hand-off without the id is judged.
+        let bare = exited(14, &json!({ "data": {} }).to_string());
+        assert_eq!(
+            only(check_all(&e, "copies", &[&a, &bare], &StepFacts::default())).actual.as_deref(),
+            Some("\"j1\"\nabsent")
+        );
+        // `same` itself still wants the id of every copy.
+        let strict = expect(json!({ "same": ["/data/job_id"] }));
+        assert_eq!(check_all(&strict, "copies", &[&a, &busy], &StepFacts::default()).len(), 1);
     }
 }

@@ -218,6 +218,22 @@ pub fn check_rule(rule: ManifestRule, response: &Value) -> Vec<Finding> {
                     _ => {}
                 }
             }
+            ManifestRule::SigintExitEntry => {
+                // REQ-F-069: the framework adds "130" to every command's exit codes; the
+                // manifest schema lets a command inherit it from the root table.
+                if effective_entry(manifest, entry, "130").is_none() {
+                    fail(
+                        "have no exit code \"130\"",
+                        "has no exit code \"130\" (SIGINT)".into(),
+                        "an exit_codes entry \"130\", its own or the root table's",
+                        format!(
+                            "exit_codes keys: {}; root exit_codes keys: {}",
+                            keys(entry.get("exit_codes")),
+                            keys(manifest.get("exit_codes"))
+                        ),
+                    );
+                }
+            }
         }
     }
     findings_of(violations)
@@ -240,7 +256,7 @@ pub(super) const MANIFEST_RULES: Check = Check {
     active: |e| !e.manifest_rules.is_empty(),
     needs_response: true,
     judge: Judge::Response(manifest_rules),
-    holds: "the manifest keeps these registration rules: `detach-or-resume`, `incomplete-entry`, `incomplete-entry-shape`, `not-async-or-streaming`, `resumable-writer-has-key`, `budget-flag-only-when-interruptible`",
+    holds: "the manifest keeps these registration rules: `detach-or-resume`, `incomplete-entry`, `incomplete-entry-shape`, `not-async-or-streaming`, `resumable-writer-has-key`, `budget-flag-only-when-interruptible`, `sigint-exit-entry`",
     findings: &[FindingKind::ManifestRule],
     cites: &[],
     value: || {
@@ -253,7 +269,8 @@ pub(super) const MANIFEST_RULES: Check = Check {
                     "incomplete-entry-shape",
                     "not-async-or-streaming",
                     "resumable-writer-has-key",
-                    "budget-flag-only-when-interruptible"
+                    "budget-flag-only-when-interruptible",
+                    "sigint-exit-entry"
                 ]
             }
         })

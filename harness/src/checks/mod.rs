@@ -329,6 +329,7 @@ pub const CHECKS: &[Check] = &[
     compare::SAME_RESPONSE_AS,
     output::ELAPSED_MAX,
     output::ELAPSED_MIN,
+    output::EXIT_AFTER_SIGNAL_MAX,
     output::PIPES_RELEASED,
     output::NO_ANSI,
     progress::PROGRESS_MONOTONIC,
@@ -340,6 +341,7 @@ pub const CHECKS: &[Check] = &[
     progress::WATCHED_PROGRESS_GROWS_WITHIN,
     progress::WAITED_PROGRESS_GROWS_WITHIN,
     json::SAME,
+    json::SAME_AMONG_HANDOFFS,
 ];
 
 /// The check of an `expect` key.

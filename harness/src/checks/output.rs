@@ -38,6 +38,38 @@ pub(super) fn elapsed_max(expect: &Expect, obs: &Observation, ctx: &Context<'_>)
     }
 }
 
+/// `exit_after_signal_max`: the process ended within this long after the last signal conform
+/// sent it. A run conform sent no signal, or whose group had gone before the signal, passes.
+pub(super) fn exit_after_signal_max(
+    expect: &Expect,
+    obs: &Observation,
+    ctx: &Context<'_>,
+) -> Vec<Finding> {
+    let Some(expr) = &expect.exit_after_signal_max else { return Vec::new() };
+    let Some(sent) = &obs.record.signal else { return Vec::new() };
+    let elapsed = millis(obs.outcome.elapsed);
+    let after = elapsed.saturating_sub(sent.last_ms());
+    let which = if sent.again_ms.is_some() { "the second" } else { "the" };
+    match ctx.duration(expr) {
+        Ok(max) if after > millis(max) => vec![
+            Finding::new(
+                FindingKind::ExitAfterSignal,
+                format!(
+                    "ended {after} ms after {which} {} (sent at {} ms, ended at {elapsed} ms), more than {} ms{}",
+                    sent.signal,
+                    sent.last_ms(),
+                    millis(max),
+                    terms(expr, ctx)
+                ),
+            )
+            .expected(format!("the end ≤ {} ms after {which} {}", millis(max), sent.signal))
+            .actual(format!("{after} ms")),
+        ],
+        Ok(_) => Vec::new(),
+        Err(e) => vec![Finding::new(FindingKind::ExitAfterSignal, e)],
+    }
+}
+
 /// The terms of a bound as measured for this tool (` (920 + 1500 ms)`), when it has several
 /// or names a measured value; never the names of the variables.
 fn terms(expr: &str, ctx: &Context<'_>) -> String {
@@ -176,6 +208,20 @@ pub(super) const ELAPSED_MAX: Check = Check {
     validate: no_validation,
 };
 
+/// The `exit_after_signal_max` check.
+pub(super) const EXIT_AFTER_SIGNAL_MAX: Check = Check {
+    defined_in: file!(),
+    key: Some("exit_after_signal_max"),
+    active: |e| e.exit_after_signal_max.is_some(),
+    needs_response: false,
+    judge: Judge::Observation(exit_after_signal_max),
+    holds: "the process ended within this long (a duration expression) after the last signal conform sent it (`kill_group`, its `again_after` included); a run whose group had gone before passes",
+    findings: &[FindingKind::ExitAfterSignal],
+    cites: &["REQ-F-069"],
+    value: || json!({"$ref": "#/definitions/DurationExpr"}),
+    validate: no_validation,
+};
+
 /// The `elapsed_min` check.
 pub(super) const ELAPSED_MIN: Check = Check {
     defined_in: file!(),
@@ -257,6 +303,37 @@ mod tests {
         assert_eq!(f.message, "took 100 ms, more than 92 ms (42 ms + 50ms)");
         let f = only(judge(&expect(json!({ "elapsed_max": "soon" })), &obs));
         assert_eq!((f.check.as_str(), f.message.as_str()), ("elapsed", "not a duration: soon"));
+    }
+
+    #[test]
+    fn exit_after_signal_max_measures_from_the_last_signal_sent() {
+        use crate::outcome::{SentSignal, SignalTarget};
+        let e = expect(json!({ "exit_after_signal_max": "500ms" }));
+        let signalled = |elapsed_ms: u64, again_ms: Option<u64>| {
+            let mut obs = Parts { elapsed_ms, ..Parts::default() }.build();
+            obs.record.signal = Some(SentSignal {
+                signal: "SIGINT".into(),
+                after_ms: 1000,
+                to: SignalTarget::Group,
+                again_ms,
+            });
+            obs
+        };
+        // Ended 100 ms after the second SIGINT, though 2 s after the first: at once.
+        assert!(judge(&e, &signalled(3100, Some(3000))).is_empty());
+        // Ended 2.5 s after the second: the second did not end it.
+        let f = only(judge(&e, &signalled(5500, Some(3000))));
+        assert_eq!(f.check, "exit-after-signal");
+        assert_eq!(
+            f.message,
+            "ended 2500 ms after the second SIGINT (sent at 3000 ms, ended at 5500 ms), more than 500 ms"
+        );
+        assert_eq!(f.actual.as_deref(), Some("2500 ms"));
+        // One signal, the group gone before a second: measured from the first.
+        assert!(judge(&e, &signalled(1500, None)).is_empty());
+        assert_eq!(judge(&e, &signalled(1501, None)).len(), 1);
+        // No signal sent: nothing to judge.
+        assert!(judge(&e, &Parts { elapsed_ms: 9000, ..Parts::default() }.build()).is_empty());
     }
 
     #[test]

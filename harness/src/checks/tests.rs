@@ -235,8 +235,9 @@ pub(super) fn sample(key: &str) -> Value {
         "elapsed_max"
         | "elapsed_min"
         | "watched_progress_grows_within"
-        | "waited_progress_grows_within" => json!("1s"),
-        "same" => json!(["/ok"]),
+        | "waited_progress_grows_within"
+        | "exit_after_signal_max" => json!("1s"),
+        "same" | "same_among_handoffs" => json!(["/ok"]),
         "manifest_rules" => json!(["detach-or-resume"]),
         "differs_from" => json!([{ "step": "other", "pointer": "/data/id" }]),
         "no_ansi" => json!(["stdout"]),

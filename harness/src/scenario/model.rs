@@ -585,7 +585,7 @@ impl StdinKind {
     }
 }
 
-/// A signal to the step's process group, `after` its start.
+/// A signal to the step's process group, `after` its start, and optionally once more.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct KillGroup {
@@ -594,6 +594,10 @@ pub struct KillGroup {
     /// Signal name (`KILL`, `TERM`, `INT`); default `TERM`.
     #[serde(default)]
     pub signal: Option<String>,
+    /// Duration expression: the same signal again this long after the first (a second Ctrl-C
+    /// while the tool cleans up, REQ-F-069). Not sent when the group has already gone.
+    #[serde(default)]
+    pub again_after: Option<String>,
 }
 
 /// Exit code expectation: one code or a set.
@@ -677,17 +681,20 @@ pub enum ManifestRule {
     ResumableWriterHasKey,
     /// Interruptible commands have a `budget` flag; others (`job.*` built-ins aside) none.
     BudgetFlagOnlyWhenInterruptible,
+    /// Every command has an exit-code entry `"130"` (SIGINT), its own or the root table's.
+    SigintExitEntry,
 }
 
 impl ManifestRule {
     /// Every rule.
-    pub const ALL: [ManifestRule; 6] = [
+    pub const ALL: [ManifestRule; 7] = [
         Self::DetachOrResume,
         Self::IncompleteEntry,
         Self::IncompleteEntryShape,
         Self::NotAsyncOrStreaming,
         Self::ResumableWriterHasKey,
         Self::BudgetFlagOnlyWhenInterruptible,
+        Self::SigintExitEntry,
     ];
 }
 
@@ -815,6 +822,15 @@ pub struct Expect {
     /// These pointers have one value across all responses of the step (copies, hops).
     #[serde(default)]
     pub same: Vec<String>,
+    /// The process ended within this long (a duration expression) after the last signal
+    /// conform sent into it (`kill_group`, its `again_after` included); a process that had
+    /// ended before the signal passes.
+    #[serde(default)]
+    pub exit_after_signal_max: Option<String>,
+    /// These pointers have one value across the responses of the step that exit 14 (copies
+    /// that hand off); a copy that answered with another exit is not compared.
+    #[serde(default)]
+    pub same_among_handoffs: Vec<String>,
     /// `data.continue_command`, split into words by `sh`, is exactly the invocation that gave
     /// the response (for a paused, resume-only command), with at most `--idempotency-key <k>`
     /// added (a writer's).
@@ -918,6 +934,7 @@ impl Expect {
             &self.elapsed_min,
             &self.watched_progress_grows_within,
             &self.waited_progress_grows_within,
+            &self.exit_after_signal_max,
         ]
         .into_iter()
         .filter_map(|e| e.as_deref())
@@ -999,6 +1016,7 @@ impl Step {
                 out.extend(s.stdin_text.as_deref());
                 if let Some(k) = &s.kill_group {
                     out.push(&k.after);
+                    out.extend(k.again_after.as_deref());
                 }
                 out.extend(s.expect.durations());
                 out.extend(s.expect.templates());
@@ -1032,6 +1050,7 @@ impl Step {
                 out.extend(s.limit.as_deref());
                 if let Some(k) = &s.kill_group {
                     out.push(&k.after);
+                    out.extend(k.again_after.as_deref());
                 }
                 out.extend(s.expect.durations());
             }

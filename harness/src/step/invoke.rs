@@ -344,6 +344,7 @@ impl ScenarioState<'_> {
             Some(k) => Some((
                 self.duration(&k.after)?,
                 signal_by_name(k.signal.as_deref().unwrap_or("TERM"))?,
+                k.again_after.as_deref().map(|a| self.duration(a)).transpose()?,
             )),
             None => None,
         };
@@ -363,13 +364,26 @@ impl ScenarioState<'_> {
             running.push(run.map_err(|e| e.to_string())?);
         }
         let mut sent = None;
-        if let Some((after, signal)) = kill {
+        let mut again = None;
+        if let Some((after, signal, again_after)) = kill {
             std::thread::sleep(after.saturating_sub(start.elapsed()));
             sent = Some((signal, Instant::now()));
-            for run in &running {
-                // The group outlives its leader while any member (a worker that did not leave
-                // the caller's process group) is alive, so signal the group id directly.
-                let _ = killpg(Pid::from_raw(run.pid() as i32), signal);
+            // The group outlives its leader while any member (a worker that did not leave
+            // the caller's process group) is alive, so signal the group id directly.
+            let signal_groups = || {
+                running
+                    .iter()
+                    .filter(|run| killpg(Pid::from_raw(run.pid() as i32), signal).is_ok())
+                    .count()
+            };
+            signal_groups();
+            if let Some(again_after) = again_after {
+                std::thread::sleep(again_after);
+                let at = Instant::now();
+                // A group that has gone took no second signal: nothing to judge after it.
+                if signal_groups() > 0 {
+                    again = Some(at);
+                }
             }
         }
         let mut indices = Vec::with_capacity(count);
@@ -381,11 +395,13 @@ impl ScenarioState<'_> {
                     signal: signal.as_str().to_owned(),
                     after_ms: millis(at.saturating_duration_since(outcome.started)),
                     to: SignalTarget::Group,
+                    again_ms: again.map(|at| millis(at.saturating_duration_since(outcome.started))),
                 }),
                 (None, Some(ls), Some(after)) => Some(SentSignal {
                     signal: ls.signal.as_str().to_owned(),
                     after_ms: millis(after),
                     to: SignalTarget::Process,
+                    again_ms: None,
                 }),
                 _ => None,
             };

@@ -12,6 +12,9 @@ fn good() -> Value {
         "schema_version": "3.20",
         "framework_version": "1.0.0",
         "etag": "sha256:abc",
+        "exit_codes": {
+            "130": { "description": "cancelled by SIGINT", "retryable": false, "side_effects": "partial" }
+        },
         "commands": {
             "analyze": {
                 "description": "d", "danger_level": "safe", "required_scopes": [],
@@ -68,6 +71,13 @@ fn break_it(rule: ManifestRule) -> Value {
             c["migrate"]["flags"]["budget"] =
                 json!({ "type": "string", "required": false, "description": "b" });
         }
+        ManifestRule::SigintExitEntry => {
+            // The root table's entry goes; every command but `migrate` declares its own.
+            let entry = m["exit_codes"].as_object_mut().unwrap().remove("130").unwrap();
+            for command in ["analyze", "import", "job.wait"] {
+                m["commands"][command]["exit_codes"]["130"] = entry.clone();
+            }
+        }
     }
     m
 }
@@ -88,6 +98,7 @@ fn a_good_manifest_keeps_every_rule_bare_and_wrapped() {
 #[case(ManifestRule::NotAsyncOrStreaming, "analyze")]
 #[case(ManifestRule::ResumableWriterHasKey, "import")]
 #[case(ManifestRule::BudgetFlagOnlyWhenInterruptible, "migrate")]
+#[case(ManifestRule::SigintExitEntry, "migrate")]
 fn each_rule_catches_its_violation(#[case] rule: ManifestRule, #[case] command: &str) {
     let findings = check_rule(rule, &break_it(rule));
     assert_eq!(findings.len(), 1, "{rule:?}: {findings:?}");

@@ -118,8 +118,12 @@ pub fn sample_results() -> Vec<ScenarioResult> {
     // What the timeline draws: the call's budget and bound, a signal sent into it, a pause.
     budget.steps[0].budget_ms = Some(2000);
     budget.steps[0].may_hold_ms = Some(3620);
-    budget.steps[0].signal =
-        Some(SentSignal { signal: "SIGTERM".into(), after_ms: 1500, to: SignalTarget::Group });
+    budget.steps[0].signal = Some(SentSignal {
+        signal: "SIGTERM".into(),
+        after_ms: 1500,
+        to: SignalTarget::Group,
+        again_ms: None,
+    });
     budget.actions = vec![ActionRecord {
         step: "pause".into(),
         action: ActionKind::Sleep,

@@ -241,18 +241,12 @@ impl App {
         Ok(())
     }
 
-    /// Installs the handlers of the signals that cancel a call, SIGINT and SIGHUP (REQ-F-069):
-    /// each records its number in `cancel_signal` and, for the job runtime, raises `also`
-    /// (the SIGTERM flag: the work stops at its next safe point, a wait ends at once).
+    /// Installs the handlers of the signals that cancel a call, SIGINT and SIGHUP (REQ-F-069),
+    /// the tool's way ([`Parts::cancel`]): each records its number in `cancel_signal` and, for
+    /// the job runtime, raises `also` (the SIGTERM flag: the work stops at its next safe point,
+    /// a wait ends at once).
     fn listen_for_cancel(&self, also: Option<&Arc<AtomicBool>>) -> std::io::Result<()> {
-        for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGHUP] {
-            let number = usize::try_from(signal).unwrap_or(0);
-            signal_hook::flag::register_usize(signal, Arc::clone(&self.cancel_signal), number)?;
-            if let Some(flag) = also {
-                signal_hook::flag::register(signal, Arc::clone(flag))?;
-            }
-        }
-        Ok(())
+        self.parts.cancel.listen(&self.cancel_signal, also)
     }
 
     /// Runs one invocation: its answer, rendered.
@@ -410,6 +404,7 @@ impl App {
         // Stage 7: the work.
         let stop = StopToken::new();
         let test_mode = invocation.test_mode;
+        let cleanup = invocation.cleanup;
         let timeout = invocation.timeout;
         let started = invocation.started;
         let sink = invocation.stream.then(StreamSink::new);
@@ -430,6 +425,12 @@ impl App {
                 (Err(stop_failure(spec, reason, timeout)), Vec::new(), Default::default())
             }
             Supervised::Interrupted => {
+                // The command's cleanup runs before the cancellation is answered (REQ-F-069);
+                // a second SIGINT meanwhile ends the process at once (`CancelSignals`).
+                // reftool's commands roll back in their own transaction and have nothing left
+                // to clean; REFTOOL_CLEANUP_MS makes the cleanup take that long, as a tool's
+                // with temporary files to remove would.
+                std::thread::sleep(cleanup);
                 let signal = i32::try_from(self.cancel_signal.load(Ordering::SeqCst)).unwrap_or(0);
                 (
                     Err(Failure::cancelled_by(signal, "the work stopped")),
@@ -599,6 +600,7 @@ fn placeholder_invocation(started: Instant) -> Invocation {
         idempotency_key: None,
         modes: Modes::decide(Some(OutputMode::Json), false, true, false),
         pace: Duration::ZERO,
+        cleanup: Duration::ZERO,
         test_mode: false,
         stream: false,
         started,

@@ -76,6 +76,8 @@ pub struct Invocation {
     pub modes: Modes,
     /// `REFTOOL_PACE_MS`: sleep per unit of work.
     pub pace: Duration,
+    /// `REFTOOL_CLEANUP_MS`: how long the cleanup after SIGINT or SIGHUP takes.
+    pub cleanup: Duration,
     /// `REFTOOL_TEST_MODE=1`: extra self-checks.
     pub test_mode: bool,
     /// `--stream`: items go to stdout as JSONL while the work runs ([`super::stream`]).

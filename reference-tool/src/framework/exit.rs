@@ -3,7 +3,8 @@
 //! Codes 0–14 form the standard table; 79–125 are free for a command's own meanings and must be
 //! declared like any other; 15–78 are unassigned and 126–255 belong to the shell, so a command
 //! may declare neither. The framework's own signal exits (143 after SIGTERM, 130 after SIGINT,
-//! 129 after SIGHUP) are not command exits and never appear in a manifest.
+//! 129 after SIGHUP) are not command exits; of them the manifest lists 130 for every command,
+//! as REQ-F-069 asks of the framework.
 
 use serde::Serialize;
 

@@ -9,6 +9,7 @@
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
+use super::exit::Exit;
 use super::registry::{CommandSpec, FlagSpec, Registry, StdoutKind};
 
 /// Manifest schema version this framework writes.
@@ -79,7 +80,7 @@ pub fn command_entry(spec: &CommandSpec) -> Value {
             .collect();
         entry.insert("positionals".into(), Value::Array(positionals));
     }
-    let exits: Map<String, Value> = spec
+    let mut exits: Map<String, Value> = spec
         .exit_codes
         .iter()
         .map(|(exit, e)| {
@@ -94,6 +95,17 @@ pub fn command_entry(spec: &CommandSpec) -> Value {
             )
         })
         .collect();
+    // REQ-F-069: the framework adds its SIGINT exit to every command's table, with the shape
+    // the requirement gives it.
+    exits.insert(
+        Exit::SIGINT.code().to_string(),
+        json!({
+            "name": "CANCELLED",
+            "description": "Cancelled by SIGINT: the cancellation envelope, after the command cleaned up",
+            "retryable": false,
+            "side_effects": "partial",
+        }),
+    );
     entry.insert("exit_codes".into(), Value::Object(exits));
     if spec.builtin {
         entry.insert("builtin".into(), json!(true));

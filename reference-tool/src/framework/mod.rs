@@ -35,7 +35,8 @@
 //! - Bounds the work by its wall-clock limit (TIMEOUT 10, `retryable` from the declared "10")
 //!   and answers SIGTERM with a cancellation envelope and exit 143, once; SIGINT with CANCELLED,
 //!   `data.partial: true` and exit 130 (commands outside the job runtime; a stream stops at
-//!   once).
+//!   once) after the command's cleanup, which a second SIGINT cuts short with an exit 130 at
+//!   once (REQ-F-069); lists "130" in every command's exit codes.
 //! - Answers a repeated writer call with the same `--idempotency-key` from its store.
 //!
 //! # Environment
@@ -50,6 +51,7 @@
 //! | `REFTOOL_TEST_MODE=1` | self-checks: undeclared exit codes, missing `effect`, progress going backwards become GENERAL_ERROR |
 //! | `AGENT_CALL_BUDGET_MS` | the call budget of interruptible commands when `--budget` is absent (malformed: a warning, the default 30000 ms) |
 //! | `REFTOOL_IDLE_TIMEOUT_MS` | test knob: overrides every command's `idle_timeout_ms` (1–86400000) |
+//! | `REFTOOL_CLEANUP_MS` | test knob: how long a command cancelled by SIGINT or SIGHUP cleans up before it answers (0–60000, default 0), so a second SIGINT can land during the cleanup |
 //!
 //! A malformed value of any of these (but `AGENT_CALL_BUDGET_MS`) is ARG_ERROR 2
 //! (`ENV_INVALID`), nothing done.

@@ -74,8 +74,8 @@ pub(crate) fn prepare(
             );
         }
     }
-    let pace = match pace_from_env() {
-        Ok(pace) => pace,
+    let (pace, cleanup) = match pace_from_env().and_then(|p| Ok((p, cleanup_from_env()?))) {
+        Ok(knobs) => knobs,
         Err(failure) => return bad(failure, Some(timeout_ms)),
     };
     let state = match StateConfig::from_env(instance) {
@@ -91,6 +91,7 @@ pub(crate) fn prepare(
         idempotency_key: parsed.idempotency_key.clone(),
         modes,
         pace,
+        cleanup,
         test_mode: test_mode(),
         stream: parsed.stream,
         started,
@@ -129,16 +130,27 @@ pub fn default_timeout_ms(spec: &CommandSpec) -> u64 {
 
 /// `REFTOOL_PACE_MS`: milliseconds of sleep per unit of work (default 0).
 pub fn pace_from_env() -> Result<Duration, Failure> {
-    match std::env::var("REFTOOL_PACE_MS") {
+    millis_from_env("REFTOOL_PACE_MS")
+}
+
+/// `REFTOOL_CLEANUP_MS`: how long a command cancelled by SIGINT or SIGHUP takes to clean up
+/// before it answers (default 0).
+pub fn cleanup_from_env() -> Result<Duration, Failure> {
+    millis_from_env("REFTOOL_CLEANUP_MS")
+}
+
+/// A knob of whole milliseconds up to a minute; absent is 0.
+fn millis_from_env(name: &str) -> Result<Duration, Failure> {
+    match std::env::var(name) {
         Err(std::env::VarError::NotPresent) => Ok(Duration::ZERO),
         Err(std::env::VarError::NotUnicode(_)) => {
-            Err(Failure::arg("ENV_INVALID", "REFTOOL_PACE_MS is not UTF-8"))
+            Err(Failure::arg("ENV_INVALID", format!("{name} is not UTF-8")))
         }
         Ok(text) => match text.trim().parse::<u64>() {
             Ok(ms) if ms <= 60_000 => Ok(Duration::from_millis(ms)),
             _ => Err(Failure::arg(
                 "ENV_INVALID",
-                format!("REFTOOL_PACE_MS must be whole milliseconds up to 60000, got {text:?}"),
+                format!("{name} must be whole milliseconds up to 60000, got {text:?}"),
             )),
         },
     }

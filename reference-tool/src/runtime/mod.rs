@@ -110,6 +110,7 @@
 //! `tool` in the INCOMPLETE builders is [`incomplete::tool_prefix`]`(argv0, instance)`: pass
 //! the instance whenever a non-default one is in force, flag or environment.
 
+pub mod cancel;
 pub mod checkpoint;
 pub mod context;
 pub mod doorbell;

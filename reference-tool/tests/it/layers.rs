@@ -27,6 +27,7 @@ const LAYERS: &[&str] = &[
     "runtime::spool",
     "runtime::doorbell",
     "runtime::stop",
+    "runtime::cancel",
     "runtime::identity",
     "runtime::progress",
     "runtime::checkpoint",

@@ -84,6 +84,43 @@ fn sigint_and_sighup_cancel_a_resume_only_call_with_its_work_saved() {
     }
 }
 
+/// REQ-F-069's re-entrant handler: a SIGINT answers the cancellation after the command's cleanup
+/// (`REFTOOL_CLEANUP_MS`); a second one during that cleanup ends the process at once with 130,
+/// writing nothing more, and the migration is rolled back all the same.
+#[test]
+fn a_second_sigint_during_the_cleanup_exits_130_at_once() {
+    for twice in [false, true] {
+        let sandbox = Sandbox::new();
+        let db = sandbox.fresh_db("app.db");
+        let mut cmd = sandbox.command(&["migrate", "--db", "app.db"]);
+        cmd.env("REFTOOL_PACE_MS", "400").env("REFTOOL_CLEANUP_MS", "3000");
+        let child = cmd.spawn().unwrap();
+        let pid = Pid::from_raw(i32::try_from(child.id()).unwrap());
+        std::thread::sleep(Duration::from_millis(700));
+        kill(pid, Signal::SIGINT).unwrap();
+        let first = std::time::Instant::now();
+        std::thread::sleep(Duration::from_millis(300));
+        let second = std::time::Instant::now();
+        if twice {
+            kill(pid, Signal::SIGINT).unwrap();
+        }
+        let run = sandbox.finish(child.wait_with_output().unwrap());
+        assert_eq!(run.exit, 130, "{} {}", run.stdout, run.stderr);
+        if twice {
+            assert!(second.elapsed() < Duration::from_secs(2), "{:?} after", second.elapsed());
+            assert_eq!(run.stdout, "", "nothing written after the second SIGINT");
+        } else {
+            assert!(first.elapsed() >= Duration::from_secs(3), "the cleanup took its time");
+            assert_eq!(run.code(), "CANCELLED");
+        }
+        let version: i64 = rusqlite::Connection::open(&db)
+            .unwrap()
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, 0, "rolled back (twice: {twice})");
+    }
+}
+
 /// SIGINT to the front of a detached call waiting out its budget: the call ends at once with
 /// the cancellation envelope naming its running job, which goes on to its end.
 #[test]
