@@ -143,10 +143,12 @@ fn an_incomplete_entry_in_the_root_table_counts() {
 fn a_timeout_seen_on_a_coarse_tick_is_within_the_spec_s_margin() {
     let (_dir, tool, profile) = pyagent("coarse-timeout", |text| {
         // Five seconds of work, so the tick (4 s) comes before the end.
-        text.replace(
-            "[roles.plain_slow]\nargv = [\"convert\", \"words.txt\"]\n",
-            "[roles.plain_slow]\nargv = [\"convert\", \"words.txt\"]\nenv = { PYAGENT_PACE_MS = \"500\" }\n",
-        )
+        let slow = text.replace(
+            "env = { PYAGENT_CLEANUP_MS = \"2000\" }\n",
+            "env = { PYAGENT_CLEANUP_MS = \"2000\", PYAGENT_PACE_MS = \"500\" }\n",
+        );
+        assert_ne!(slow, text, "the profile's plain_slow role has moved");
+        slow
     });
     let id = "plain-command-times-out-honestly";
     let (exit, report) = run(&tool, &profile, &[id], &[]);
