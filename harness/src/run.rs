@@ -392,7 +392,9 @@ impl Engine {
         result.actions = steps.actions;
         notes.extend(steps.notes);
         result.status = match (harness_error, steps.skip, findings.is_empty()) {
-            (Some(message), _, _) => Status::Error { message },
+            (Some((step, error)), _, _) => {
+                Status::Error { message: format!("step `{step}`: {error}") }
+            }
             // A leak is news about the tool even when the profile kept the rest from a verdict.
             (None, Some(reason), true) => Status::Skip { reason },
             (None, _, true) => Status::Pass,

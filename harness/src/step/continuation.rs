@@ -4,7 +4,7 @@
 use std::ffi::OsString;
 use std::time::{Duration, Instant};
 
-use super::{Conditions, DEFAULT_MAX_HOPS, INCOMPLETE, Premise, ScenarioState};
+use super::{Conditions, DEFAULT_MAX_HOPS, INCOMPLETE, Premise, ScenarioState, StepResult, Stop};
 use crate::checks;
 use crate::exec::{self, Invocation, Program};
 use crate::observe::Observation;
@@ -70,7 +70,7 @@ impl ScenarioState<'_> {
         Ok(inv)
     }
 
-    pub(super) fn run_continue(&mut self, c: &ShellStep) -> Result<Vec<Finding>, String> {
+    pub(super) fn run_continue(&mut self, c: &ShellStep) -> StepResult {
         // The agent's loop runs while the exit is 14; when `from` already ended otherwise,
         // there is nothing to continue and its response is the one to judge.
         if let Some(&last) = self.last.get(&c.from)
@@ -82,13 +82,13 @@ impl ScenarioState<'_> {
             self.step_role.insert(c.name.clone(), role.clone());
             self.current_role = role;
             self.last.insert(c.name.clone(), last);
-            return Ok(self.judge_step(
+            return self.judge_step(
                 &c.name,
                 Conditions::premise(c.premise.as_ref()),
                 &c.expect,
                 &[last],
                 None,
-            ));
+            );
         }
         let mut line = match self.command_from(&c.name, &c.from, "/data/continue_command") {
             Ok(l) => l,
@@ -113,8 +113,8 @@ impl ScenarioState<'_> {
             }
             hops += 1;
             let inv = self.shell_invocation(c, line.clone())?;
-            crate::interrupt::gate()?;
-            let outcome = exec::run(&inv).map_err(|e| e.to_string())?;
+            super::stop::gate()?;
+            let outcome = exec::run(&inv)?;
             let i = self.record(&c.name, format!("{}#{hops}", c.name), &inv, outcome);
             indices.push(i);
             // Every hop holds its caller at most as long as its budget allows.
@@ -124,7 +124,7 @@ impl ScenarioState<'_> {
             if self.observations[i].exit_code() != Some(INCOMPLETE) {
                 match self.misses_premise(&c.name, c.premise.as_ref(), i, None) {
                     Premise::Met => {}
-                    Premise::MissedLegally => return Ok(Vec::new()),
+                    Premise::MissedLegally(reason) => return Err(Stop::Skip(reason)),
                     Premise::MissedIllegally(findings) => return Ok(findings),
                 }
                 let mut findings = self.check_one(&c.expect, &self.observations[i]);
@@ -184,22 +184,22 @@ impl ScenarioState<'_> {
         ])
     }
 
-    pub(super) fn run_cancel(&mut self, c: &ShellStep) -> Result<Vec<Finding>, String> {
+    pub(super) fn run_cancel(&mut self, c: &ShellStep) -> StepResult {
         let line = match self.command_from(&c.name, &c.from, "/data/cancel_command") {
             Ok(l) => l,
             Err(f) => return Ok(vec![f]),
         };
         let inv = self.shell_invocation(c, line)?;
-        crate::interrupt::gate()?;
-        let outcome = exec::run(&inv).map_err(|e| e.to_string())?;
+        super::stop::gate()?;
+        let outcome = exec::run(&inv)?;
         let i = self.record(&c.name, c.name.clone(), &inv, outcome);
-        Ok(self.judge_step(
+        self.judge_step(
             &c.name,
             Conditions::premise(c.premise.as_ref()),
             &c.expect,
             &[i],
             Some(&c.from),
-        ))
+        )
     }
 }
 

@@ -15,7 +15,7 @@ use nix::sys::signal::killpg;
 use nix::unistd::Pid;
 use serde_json::Value;
 
-use super::{Conditions, DEFAULT_STEP_LIMIT, ScenarioState};
+use super::{Conditions, DEFAULT_STEP_LIMIT, ScenarioState, StepError, StepResult, Stop};
 use crate::exec::{self, Invocation, Program, StdinMode, Termination};
 use crate::outcome::FindingKind;
 use crate::outcome::{Finding, SentSignal, SignalTarget, SkipReason, millis};
@@ -40,12 +40,12 @@ struct Launch {
 impl ScenarioState<'_> {
     /// Runs a continue step's `watch` (a run step without a role or premise), judged by its
     /// own `expect` alone: its `elapsed_max` replaces the call's hold, as it does in a step.
-    pub(super) fn run_watch(&mut self, r: &RunStep) -> Result<Vec<Finding>, String> {
+    pub(super) fn run_watch(&mut self, r: &RunStep) -> StepResult {
         let indices = self.invoke(r, Launch::default())?;
         Ok(self.judge(&r.name, &r.expect, &indices))
     }
 
-    pub(super) fn run_tool(&mut self, r: &RunStep) -> Result<Vec<Finding>, String> {
+    pub(super) fn run_tool(&mut self, r: &RunStep) -> StepResult {
         let profile = &self.subject.profile;
         if let Some(placement) = r.order {
             let order = profile.file.kit.argument_order.as_ref();
@@ -68,7 +68,7 @@ impl ScenarioState<'_> {
             let indices = self.invoke(r, Launch { prefix, ..Launch::default() })?;
             let conditions =
                 Conditions { applies_when: r.applies_when.as_ref(), premise: r.premise.as_ref() };
-            return Ok(self.judge_step(&r.name, conditions, &r.expect, &indices, None));
+            return self.judge_step(&r.name, conditions, &r.expect, &indices, None);
         };
         if matches!(kind, ProbeKind::Stream | ProbeKind::StreamSignal) {
             return self.run_streams(r, kind);
@@ -99,7 +99,7 @@ impl ScenarioState<'_> {
         r: &RunStep,
         kind: ProbeKind,
         indices: Vec<usize>,
-    ) -> Result<Vec<usize>, String> {
+    ) -> Result<Vec<usize>, Stop> {
         let plain = r.args.is_empty()
             && r.env.is_empty()
             && r.env_remove.is_empty()
@@ -141,7 +141,7 @@ impl ScenarioState<'_> {
 
     /// Runs the probe of this rank and kind once more, the kit's way (stdin closed, nothing
     /// added, the step's limit): whether it outlived the limit too.
-    fn rerun_hangs(&mut self, r: &RunStep, kind: ProbeKind, rank: usize) -> Result<bool, String> {
+    fn rerun_hangs(&mut self, r: &RunStep, kind: ProbeKind, rank: usize) -> Result<bool, Stop> {
         let Some(prefix) = self.subject.profile.probe_argvs(kind).into_iter().nth(rank) else {
             return Ok(false);
         };
@@ -160,7 +160,7 @@ impl ScenarioState<'_> {
     /// A step of stream probes: each read line by line, signalled after its `after_lines`
     /// when it declares a signal, killed at its deadline; the response of each is its terminal
     /// line.
-    fn run_streams(&mut self, r: &RunStep, kind: ProbeKind) -> Result<Vec<Finding>, String> {
+    fn run_streams(&mut self, r: &RunStep, kind: ProbeKind) -> StepResult {
         let subject = self.subject;
         let probes = subject.profile.stream_probes(kind);
         let mut indices = Vec::new();
@@ -241,7 +241,7 @@ impl ScenarioState<'_> {
 
     /// Runs `TOOL <prefix> <args> [flags]` (`count` copies at once) and records each copy;
     /// `probe` numbers the observations of a probe step.
-    fn invoke(&mut self, r: &RunStep, launch: Launch) -> Result<Vec<usize>, String> {
+    fn invoke(&mut self, r: &RunStep, launch: Launch) -> Result<Vec<usize>, Stop> {
         let subject = self.subject;
         let role = match &r.role {
             Some(name) => {
@@ -261,7 +261,8 @@ impl ScenarioState<'_> {
             return Err(format!(
                 "refusing to run `{path}`: it is {} and the profile did not name it in a role",
                 info.danger_level
-            ));
+            )
+            .into());
         }
         let tool = match &r.tool_dir {
             Some(dir) => self.tool_link(dir)?,
@@ -293,7 +294,7 @@ impl ScenarioState<'_> {
                 && !info.interruptible()
                 && !path.starts_with("job.")
             {
-                self.profile_problem = Some(SkipReason::ProfileProblem {
+                return Err(Stop::Skip(SkipReason::ProfileProblem {
                     why: format!(
                         "step `{}` needs `{path}` to take --budget, but it declares no interruption, so it has none (REQ-F-080){}",
                         r.name,
@@ -301,8 +302,7 @@ impl ScenarioState<'_> {
                             "; give role `{role}` an interruptible command"
                         ))
                     ),
-                });
-                return Ok(Vec::new());
+                }));
             }
             let format = subject.profile.file.tool.budget_format;
             added.push(("--budget", format.render(self.duration(b)?)));
@@ -354,14 +354,14 @@ impl ScenarioState<'_> {
 
         let count = r.count.unwrap_or(1) as usize;
         let start = Instant::now();
-        crate::interrupt::gate()?;
+        super::stop::gate()?;
         let mut running = Vec::with_capacity(count);
         for _ in 0..count {
             let run = match launch.line_signal {
                 Some(ls) => exec::spawn_watched(&inv, exec::Graces::default(), ls),
                 None => exec::spawn(&inv),
             };
-            running.push(run.map_err(|e| e.to_string())?);
+            running.push(run?);
         }
         let mut sent = None;
         let mut again = None;
@@ -388,7 +388,7 @@ impl ScenarioState<'_> {
         }
         let mut indices = Vec::with_capacity(count);
         for (n, run) in running.into_iter().enumerate() {
-            let outcome = run.wait().map_err(|e| e.to_string())?;
+            let outcome = run.wait()?;
             // What conform sent into the run, for its timeline.
             let signal = match (sent, launch.line_signal, outcome.line_signal_sent_after) {
                 (Some((signal, at)), _, _) => Some(SentSignal {
@@ -418,16 +418,24 @@ impl ScenarioState<'_> {
             }
             indices.push(i);
         }
-        self.note_refusal(r, &added, &indices);
-        Ok(indices)
+        match self.refusal(r, &added, &indices) {
+            Some(reason) => Err(Stop::Skip(reason)),
+            None => Ok(indices),
+        }
     }
 
     /// A step that exits ARG_ERROR (2) where it was not asked to, after conform added
     /// `--budget` or `--timeout`, names the flag in its error: the tool refused conform's
-    /// argument, which is the profile's problem to solve, not a verdict on the tool.
-    fn note_refusal(&mut self, r: &RunStep, added: &[(&str, String)], indices: &[usize]) {
+    /// argument, which is the profile's problem to solve, not a verdict on the tool; the skip
+    /// that says so.
+    fn refusal(
+        &self,
+        r: &RunStep,
+        added: &[(&str, String)],
+        indices: &[usize],
+    ) -> Option<SkipReason> {
         if added.is_empty() || r.expect.exit.as_ref().is_some_and(|e| e.codes().contains(&2)) {
-            return;
+            return None;
         }
         for &i in indices {
             let obs = &self.observations[i];
@@ -450,35 +458,48 @@ impl ScenarioState<'_> {
                     "name a role whose command declares interruption, or set `[tool] budget_format` (duration or seconds) to the form its --budget takes (REQ-F-080: a duration)"
                 }
             };
-            self.profile_problem = Some(SkipReason::ProfileProblem {
+            return Some(SkipReason::ProfileProblem {
                 why: format!("the tool refused conform's `{flag} {value}` (exit 2: {said}); {fix}"),
             });
-            return;
         }
+        None
     }
 
-    /// A symbolic link to the tool, under its own name, in `dir` inside the sandbox.
     /// The working directory of a run step: the sandbox's, or its subdirectory `cwd`, which an
     /// earlier step made. A symbolic link is refused: the tool is never sent outside the
     /// sandbox.
-    fn step_cwd(&self, cwd: Option<&str>) -> Result<PathBuf, String> {
+    fn step_cwd(&self, cwd: Option<&str>) -> Result<PathBuf, StepError> {
         let Some(dir) = cwd else { return Ok(self.work.clone()) };
         let path = self.work.join(dir);
         match std::fs::symlink_metadata(&path) {
             Ok(meta) if meta.is_dir() => Ok(path),
-            Ok(_) => Err(format!("`cwd` {dir:?} is no directory of the working directory")),
-            Err(e) => Err(format!("`cwd` {dir:?}: {e} (make it in an earlier step)")),
+            Ok(_) => Err(StepError::Scenario(format!(
+                "`cwd` {dir:?} is no directory of the working directory"
+            ))),
+            Err(source) => Err(StepError::Io {
+                what: format!("`cwd` {dir:?} (make it in an earlier step)"),
+                source,
+            }),
         }
     }
 
-    fn tool_link(&self, dir: &str) -> Result<PathBuf, String> {
-        let name = self.subject.tool.path.file_name().ok_or("the tool path has no file name")?;
+    /// A symbolic link to the tool, under its own name, in `dir` inside the sandbox.
+    fn tool_link(&self, dir: &str) -> Result<PathBuf, StepError> {
+        let name = self
+            .subject
+            .tool
+            .path
+            .file_name()
+            .ok_or_else(|| StepError::Scenario("the tool path has no file name".to_owned()))?;
         let dir = self.sandbox_root.join(dir);
         let link = dir.join(name);
         if !link.exists() {
             std::fs::create_dir_all(&dir)
                 .and_then(|()| std::os::unix::fs::symlink(&self.subject.tool.path, &link))
-                .map_err(|e| format!("failed to link the tool into {}: {e}", dir.display()))?;
+                .map_err(|source| StepError::Io {
+                    what: format!("linking the tool into {}", dir.display()),
+                    source,
+                })?;
         }
         Ok(link)
     }

@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::ScenarioState;
+use super::{ScenarioState, StepResult};
 use crate::outcome::{Finding, FindingKind, millis};
 use crate::sandbox::{self, LeakedProcess};
 use crate::scenario::{ElapsedSinceStep, NoProcessesStep};
@@ -22,12 +22,12 @@ impl ScenarioState<'_> {
     /// `action = "no-processes"`: polls the processes carrying the sandbox marker until none
     /// is left, or the bound passed; processes still alive then are the finding (they are left
     /// to the clean-up and the sweep, which stop them).
-    pub(super) fn run_no_processes(&mut self, s: &NoProcessesStep) -> Result<Vec<Finding>, String> {
+    pub(super) fn run_no_processes(&mut self, s: &NoProcessesStep) -> StepResult {
         let within = self.duration(&s.within)?;
         let deadline = Instant::now() + within;
         let mut alive = sandbox::scan(&self.marker);
         while !alive.is_empty() && Instant::now() < deadline {
-            crate::interrupt::gate()?;
+            super::stop::gate()?;
             std::thread::sleep(POLL);
             alive = sandbox::scan(&self.marker);
         }
@@ -50,13 +50,10 @@ impl ScenarioState<'_> {
     }
 
     /// `action = "elapsed-since"`: the time since step `since` started is at most `at_most`.
-    pub(super) fn run_elapsed_since(
-        &mut self,
-        s: &ElapsedSinceStep,
-    ) -> Result<Vec<Finding>, String> {
+    pub(super) fn run_elapsed_since(&mut self, s: &ElapsedSinceStep) -> StepResult {
         let bound = self.duration(&s.at_most)?;
         let Some(started) = self.started.get(&s.since) else {
-            return Err(format!("step `{}` has not started", s.since));
+            return Err(format!("step `{}` has not started", s.since).into());
         };
         let elapsed = started.elapsed();
         if elapsed <= bound {

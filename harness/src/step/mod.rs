@@ -15,13 +15,14 @@ mod continuation;
 mod held;
 mod invoke;
 mod lifetime;
+mod stop;
 
-use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+pub use stop::{StepError, StepResult, Stop};
 
 use nix::unistd::Pid;
 use serde_json::Value;
@@ -136,8 +137,8 @@ impl<'a> Conditions<'a> {
 enum Premise {
     /// Met, or the step has none.
     Met,
-    /// Missed while the tool behaved legally: the scenario is skipped.
-    MissedLegally,
+    /// Missed while the tool behaved legally: the scenario is skipped for this reason.
+    MissedLegally(SkipReason),
     /// Missed, and what came instead breaks a rule: these findings.
     MissedIllegally(Vec<Finding>),
 }
@@ -147,8 +148,8 @@ enum Premise {
 pub struct StepsOutcome {
     /// The findings of the step that failed (none when every step passed) and of the clean-up.
     pub findings: Vec<Finding>,
-    /// A fault of conform itself, naming the step.
-    pub harness_error: Option<String>,
+    /// A fault of conform itself, and the step it stopped.
+    pub harness_error: Option<(String, StepError)>,
     /// Every process the scenario ran, in order.
     pub records: Vec<StepRecord>,
     /// The steps that ran no process of the tool, in order.
@@ -190,9 +191,8 @@ pub fn run_steps(
         step_env: BTreeMap::new(),
         step_role: BTreeMap::new(),
         current_role: None,
-        profile_problem: None,
         deferred_hangs: Vec::new(),
-        notes: RefCell::new(Vec::new()),
+        notes: Vec::new(),
         started: BTreeMap::new(),
         effects: BTreeMap::new(),
         holds: BTreeMap::new(),
@@ -200,12 +200,7 @@ pub fn run_steps(
     };
     let mut outcome = StepsOutcome::default();
     for step in &scenario.steps {
-        let ran = state.run_step(step);
-        if let Some(reason) = state.profile_problem.take() {
-            outcome.skip = Some(reason);
-            break;
-        }
-        match ran {
+        match state.run_step(step) {
             Ok(step_findings) => {
                 let failed = !step_findings.is_empty();
                 outcome.findings.extend(step_findings);
@@ -213,8 +208,12 @@ pub fn run_steps(
                     break;
                 }
             }
-            Err(e) => {
-                outcome.harness_error = Some(format!("step `{}`: {e}", step.name()));
+            Err(Stop::Skip(reason)) => {
+                outcome.skip = Some(reason);
+                break;
+            }
+            Err(Stop::Error(e)) => {
+                outcome.harness_error = Some((step.name().to_owned(), e));
                 break;
             }
         }
@@ -233,7 +232,7 @@ pub fn run_steps(
         scenarios.dedup();
         outcome.skip = Some(SkipReason::HangJudgedElsewhere { runs, scenarios });
     }
-    outcome.notes = state.notes.take();
+    outcome.notes = std::mem::take(&mut state.notes);
     outcome.failed_cancels = state.clean_up();
     // Moved, not cloned: a record may hold a response of megabytes (a large manifest).
     outcome.records =
@@ -270,15 +269,11 @@ pub struct ScenarioState<'e> {
     step_role: BTreeMap<String, Option<String>>,
     /// The role of the step being checked.
     current_role: Option<String>,
-    /// Set when a step cannot be judged as the profile stands (an argument the tool refused
-    /// or does not declare), or its response missed the step's `premise`; the scenario then
-    /// stops and is skipped with it.
-    profile_problem: Option<SkipReason>,
     /// The runs of `kit_hangs` steps that outlived their limit and are judged by another
     /// scenario, with that scenario's id.
     deferred_hangs: Vec<(String, String)>,
-    /// Advisory notes the judging gave (judging borrows the state immutably).
-    notes: RefCell<Vec<Note>>,
+    /// Advisory notes the judging gave, each once.
+    notes: Vec<Note>,
     /// When each step started (for `elapsed-since`).
     started: BTreeMap<String, Instant>,
     /// What each verify step's oracle answered: its output, or why it failed.
@@ -312,6 +307,12 @@ impl ScenarioState<'_> {
     }
 
     fn shell_words(&self, line: &str) -> Result<Vec<String>, String> {
+        self.split_words(line).map_err(|e| e.to_string())
+    }
+
+    /// [`Self::shell_words`], typed: a line sh cannot split is the scenario's fault, a process
+    /// that cannot run conform's.
+    fn split_words(&self, line: &str) -> Result<Vec<String>, StepError> {
         // `eval "set -- $1"` makes sh split (and expand) the line exactly as `sh -c` would,
         // without running it; the words come back NUL-separated.
         let script = "eval \"set -- $1\" && printf '%s\\0' \"$@\"";
@@ -319,13 +320,13 @@ impl ScenarioState<'_> {
         let mut inv =
             Invocation::new(Program::Argv(argv), self.base_env.clone(), self.work.clone());
         inv.timeout = Duration::from_secs(10);
-        crate::interrupt::gate()?;
-        let outcome = exec::run(&inv).map_err(|e| e.to_string())?;
+        stop::gate()?;
+        let outcome = exec::run(&inv)?;
         if outcome.termination != Termination::Exited(0) {
-            return Err(format!(
+            return Err(StepError::Scenario(format!(
                 "sh could not split `{line}` into words: {}",
                 String::from_utf8_lossy(&outcome.stderr.bytes).trim()
-            ));
+            )));
         }
         let text = String::from_utf8_lossy(&outcome.stdout.bytes).into_owned();
         Ok(text.split_terminator('\0').map(str::to_owned).collect())
@@ -485,9 +486,10 @@ impl ScenarioState<'_> {
         }
     }
 
-    /// Runs one step; `Ok(findings)` (empty when it passed), `Err` for a harness fault. A
-    /// step that runs no process of the tool leaves an [`ActionRecord`] for the timeline.
-    fn run_step(&mut self, step: &Step) -> Result<Vec<Finding>, String> {
+    /// Runs one step: its findings (empty when it passed), or why it stopped short of them
+    /// ([`Stop`]). A step that runs no process of the tool leaves an [`ActionRecord`] for the
+    /// timeline.
+    fn run_step(&mut self, step: &Step) -> StepResult {
         let began = Instant::now();
         self.started.insert(step.name().to_owned(), began);
         let mut detail = String::new();
@@ -515,7 +517,7 @@ impl ScenarioState<'_> {
 
     /// [`Self::run_step`]'s work; `detail` says in a few words what a step that runs no
     /// process of the tool did.
-    fn run_step_at(&mut self, step: &Step, detail: &mut String) -> Result<Vec<Finding>, String> {
+    fn run_step_at(&mut self, step: &Step, detail: &mut String) -> StepResult {
         match step {
             Step::Run(r) => self.run_tool(r),
             Step::Continue(c) => self.run_continue(c),
@@ -580,17 +582,17 @@ impl ScenarioState<'_> {
     /// `unlike_calibrated` otherwise than the calibration (the work did not leave its whole
     /// effect); a failing oracle answers its failure then. A role without `verify` has no
     /// oracle, and the step judges nothing.
-    fn run_verify(&mut self, v: &VerifyStep) -> Result<Vec<Finding>, String> {
+    fn run_verify(&mut self, v: &VerifyStep) -> StepResult {
         let Some(role) = self.scenario.primary_role() else { return Ok(Vec::new()) };
         let Some(line) = self.subject.profile.role(role).and_then(|r| r.verify.clone()) else {
             return Ok(Vec::new());
         };
         let Some(calibrated) = self.calibration.as_ref().and_then(|c| c.effect.clone()) else {
-            return Err(format!("role `{role}` has `verify` but its calibration ran none"));
+            return Err(format!("role `{role}` has `verify` but its calibration ran none").into());
         };
         let calibrated = calibrated
             .map_err(|why| format!("role `{role}`'s verify after the calibration run: {why}"))?;
-        crate::interrupt::gate()?;
+        stop::gate()?;
         let now = calibrate::effect_of(&line, &self.base_env, &self.work);
         self.effects.insert(v.name.clone(), now.clone());
         let shown = |answer: &Result<String, String>| match answer {
@@ -645,13 +647,13 @@ impl ScenarioState<'_> {
 
     /// `action = "shell"`: the command line with `sh -c` in the working directory, with the
     /// sandbox's environment; it must exit 0.
-    fn run_shell(&mut self, s: &ShellCommandStep) -> Result<Vec<Finding>, String> {
+    fn run_shell(&mut self, s: &ShellCommandStep) -> StepResult {
         let line = self.text(&s.command)?;
         let mut inv =
             Invocation::new(Program::Shell(line.clone()), self.base_env.clone(), self.work.clone());
         inv.timeout = SETUP_LIMIT;
-        crate::interrupt::gate()?;
-        let outcome = exec::run(&inv).map_err(|e| e.to_string())?;
+        stop::gate()?;
+        let outcome = exec::run(&inv)?;
         if outcome.termination == Termination::Exited(0) {
             return Ok(Vec::new());
         }
@@ -676,42 +678,43 @@ impl ScenarioState<'_> {
         expect: &Expect,
         indices: &[usize],
         from: Option<&str>,
-    ) -> Vec<Finding> {
+    ) -> StepResult {
         // No premise excuses a call that held its caller past its bound.
         let held: Vec<Finding> = indices.iter().filter_map(|&i| self.held_too_long(i)).collect();
         if !held.is_empty() {
-            return held;
+            return Ok(held);
         }
-        let Some(&last) = indices.last() else { return self.judge(step, expect, indices) };
-        if self.shows_other_choice(step, conditions.applies_when, last) {
-            return Vec::new();
+        let Some(&last) = indices.last() else { return Ok(self.judge(step, expect, indices)) };
+        if let Some(choice) = self.shows_other_choice(step, conditions.applies_when, last) {
+            return Err(Stop::Skip(choice));
         }
         match self.misses_premise(step, conditions.premise, last, from) {
-            Premise::Met => self.judge(step, expect, indices),
-            Premise::MissedLegally => Vec::new(),
+            Premise::Met => Ok(self.judge(step, expect, indices)),
+            Premise::MissedLegally(reason) => Err(Stop::Skip(reason)),
             Premise::MissedIllegally(mut findings) => {
                 let mut judged = self.judge(step, expect, indices);
                 judged.append(&mut findings);
-                judged
+                Ok(judged)
             }
         }
     }
 
-    /// Whether observation `i` shows a choice the spec leaves to the tool that the criterion
-    /// does not apply to (the step's `applies_when` does not hold): the scenario then stops,
-    /// skipped as not applicable to that choice ([`SkipReason::ToolsChoice`]).
-    fn shows_other_choice(&mut self, step: &str, applies_when: Option<&Expect>, i: usize) -> bool {
-        let Some(condition) = applies_when else { return false };
-        let Some(missed) = self.check_one(condition, &self.observations[i]).into_iter().next()
-        else {
-            return false;
-        };
+    /// When observation `i` shows a choice the spec leaves to the tool that the criterion
+    /// does not apply to (the step's `applies_when` does not hold), the skip that says so: the
+    /// scenario stops, not applicable to that choice ([`SkipReason::ToolsChoice`]).
+    fn shows_other_choice(
+        &self,
+        step: &str,
+        applies_when: Option<&Expect>,
+        i: usize,
+    ) -> Option<SkipReason> {
+        let condition = applies_when?;
+        let missed = self.check_one(condition, &self.observations[i]).into_iter().next()?;
         let why = match &missed.actual {
             Some(actual) => format!("{}; saw {actual}", missed.message),
             None => missed.message,
         };
-        self.profile_problem = Some(SkipReason::ToolsChoice { step: step.to_owned(), why });
-        true
+        Some(SkipReason::ToolsChoice { step: step.to_owned(), why })
     }
 
     /// Whether observation `i` met the step's `premise`. A miss skips the scenario
@@ -752,8 +755,7 @@ impl ScenarioState<'_> {
             Some(actual) => format!("{}; saw {actual}", missed.message),
             None => missed.message,
         };
-        self.profile_problem = Some(SkipReason::PremiseNotMet { step: step.to_owned(), why });
-        Premise::MissedLegally
+        Premise::MissedLegally(SkipReason::PremiseNotMet { step: step.to_owned(), why })
     }
 
     /// Findings when observation `i`, a response that ended the job, is not the ending the
@@ -782,9 +784,7 @@ impl ScenarioState<'_> {
             self.work.clone(),
         );
         inv.timeout = DEFAULT_STEP_LIMIT;
-        let Ok(outcome) =
-            crate::interrupt::gate().and_then(|()| exec::run(&inv).map_err(|e| e.to_string()))
-        else {
+        let Ok(outcome) = stop::gate().and_then(|()| Ok(exec::run(&inv)?)) else {
             return Vec::new();
         };
         let status_step = format!("{step}-status");
@@ -804,14 +804,15 @@ impl ScenarioState<'_> {
     }
 
     /// Adds an advisory note, once.
-    fn note_once(&self, note: Note) {
-        if !self.notes.borrow().contains(&note) {
-            self.notes.borrow_mut().push(note);
+    fn note_once(&mut self, note: Note) {
+        if !self.notes.contains(&note) {
+            self.notes.push(note);
         }
     }
 
-    fn judge(&self, step: &str, expect: &Expect, indices: &[usize]) -> Vec<Finding> {
+    fn judge(&mut self, step: &str, expect: &Expect, indices: &[usize]) -> Vec<Finding> {
         let mut findings = Vec::new();
+        let mut notes = Vec::new();
         // A step of several probes or copies compared with a step of as many: each with the
         // one of the same rank (the same probe), not all with that step's last.
         let paired = expect.same_response_as.as_ref().and_then(|other| {
@@ -835,11 +836,9 @@ impl ScenarioState<'_> {
                     .response()
                     .is_some_and(|r| r.get("ok").is_none() && r.get("commands").is_some())
             {
-                self.note_once(Note::Advisory(BARE_MANIFEST_NOTE.to_owned()));
+                notes.push(Note::Advisory(BARE_MANIFEST_NOTE.to_owned()));
             }
-            if let Some(note) = newer_manifest_note(expect, obs) {
-                self.note_once(note);
-            }
+            notes.extend(newer_manifest_note(expect, obs));
             if let Some((other, theirs)) = paired {
                 let theirs = theirs.get(rank).and_then(|&t| self.observations.get(t));
                 let finding = match obs.response() {
@@ -860,6 +859,9 @@ impl ScenarioState<'_> {
         let all: Vec<&Observation> = indices.iter().map(|&i| &self.observations[i]).collect();
         let facts = self.step_facts(step, expect, indices);
         findings.extend(checks::check_all(expect, step, &all, &facts));
+        for note in notes {
+            self.note_once(note);
+        }
         findings
     }
 
