@@ -552,14 +552,14 @@ fn run_command(args: &RunArgs, started: Instant) -> Result<u8, ArgError> {
 }
 
 fn matrix_command(matrix: &Path, dir: &Path) -> Result<u8, ArgError> {
-    let fail = |m: String| ArgError::new(m, OutputFormat::Human);
+    let fail = |e: crate::matrix::MatrixError| ArgError::new(e.to_string(), OutputFormat::Human);
     let loaded = crate::matrix::Matrix::load(matrix).map_err(fail)?;
     let conform = crate::matrix::this_conform().map_err(fail)?;
     let mut log = std::io::stderr();
     match crate::matrix::build(&loaded, dir, &conform, &mut log) {
         Ok(code) => Ok(code),
         Err(e) => {
-            eprintln!("conform: {}", crate::inert::text(&e));
+            eprintln!("conform: {}", crate::inert::text(&e.to_string()));
             Ok(exit::GENERAL_ERROR)
         }
     }

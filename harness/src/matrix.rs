@@ -95,32 +95,71 @@ pub struct Matrix {
     pub base: PathBuf,
 }
 
+/// Why a matrix could not be read or written (an implementation whose report is missing is no
+/// error: its column says why).
+#[derive(Debug, thiserror::Error)]
+pub enum MatrixError {
+    /// The matrix file could not be read.
+    #[error("cannot read the matrix {}: {source}", path.display())]
+    Read {
+        /// The matrix file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: crate::input::InputError,
+    },
+    /// The matrix file is not a valid matrix.
+    #[error("invalid matrix {}: {message}", path.display())]
+    Invalid {
+        /// The matrix file.
+        path: PathBuf,
+        /// What is wrong with it, for the person who wrote it.
+        message: String,
+    },
+    /// A page or report could not be written.
+    #[error("failed to write {}: {source}", path.display())]
+    Write {
+        /// The file or directory.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// conform's own binary, which runs each implementation, could not be found.
+    #[error("cannot find conform's own binary: {0}")]
+    OwnBinary(#[source] std::io::Error),
+}
+
 impl Matrix {
     /// Reads and checks a matrix file.
-    pub fn load(path: &Path) -> Result<Matrix, String> {
+    pub fn load(path: &Path) -> Result<Matrix, MatrixError> {
         let text = crate::input::read_text(path, crate::input::TEXT_LIMIT)
-            .map_err(|e| format!("cannot read the matrix {}: {e}", path.display()))?;
-        let file: MatrixFile = toml::from_str(&text)
-            .map_err(|e| format!("invalid matrix {}: {}", path.display(), e.message()))?;
+            .map_err(|source| MatrixError::Read { path: path.to_owned(), source })?;
+        let invalid = |message: String| MatrixError::Invalid { path: path.to_owned(), message };
+        let file: MatrixFile =
+            toml::from_str(&text).map_err(|e| invalid(e.message().to_owned()))?;
         if file.tools.is_empty() {
-            return Err(format!("the matrix {} names no `[[tool]]`", path.display()));
+            return Err(invalid("it names no `[[tool]]`".to_owned()));
         }
         let mut slugs = Vec::new();
         for entry in &file.tools {
             if entry.report.is_some()
                 && (entry.tool.is_some() || entry.profile.is_some() || !entry.args.is_empty())
             {
-                return Err(format!(
+                return Err(invalid(format!(
                     "`{}`: a `report` is read, not run: it takes no `tool`, `profile` or `args`",
                     entry.name
-                ));
+                )));
             }
             if entry.report.is_none() && entry.tool.is_none() && entry.profile.is_none() {
-                return Err(format!("`{}` needs a `tool`, a `profile` or a `report`", entry.name));
+                return Err(invalid(format!(
+                    "`{}` needs a `tool`, a `profile` or a `report`",
+                    entry.name
+                )));
             }
             let slug = slug(&entry.name);
             if slugs.contains(&slug) {
-                return Err(format!("two tools are named `{}` in their pages' names", slug));
+                return Err(invalid(format!("two tools are named `{slug}` in their pages' names")));
             }
             slugs.push(slug);
         }
@@ -218,11 +257,12 @@ pub fn build(
     dir: &Path,
     conform: &Path,
     log: &mut dyn Write,
-) -> Result<u8, String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("failed to create {}: {e}", dir.display()))?;
+) -> Result<u8, MatrixError> {
+    std::fs::create_dir_all(dir)
+        .map_err(|source| MatrixError::Write { path: dir.to_owned(), source })?;
     let write = |name: &str, text: &str| {
         let path = dir.join(name);
-        std::fs::write(&path, text).map_err(|e| format!("failed to write {}: {e}", path.display()))
+        std::fs::write(&path, text).map_err(|source| MatrixError::Write { path, source })
     };
     let total = matrix.file.tools.len();
     let mut runs: Vec<(String, String, Result<RunView, String>)> = Vec::new();
@@ -231,10 +271,13 @@ pub fn build(
         let _ = writeln!(log, "conform matrix: {} ({} of {total}): {what}", entry.name, n + 1);
         let slug = slug(&entry.name);
         let page = format!("{slug}.html");
-        let view = report_of(matrix, entry, conform).and_then(|envelope| {
-            write(&format!("{slug}.json"), &format!("{envelope}\n"))?;
-            RunView::from_envelope(envelope)
-        });
+        let view = match report_of(matrix, entry, conform) {
+            Ok(envelope) => {
+                write(&format!("{slug}.json"), &format!("{envelope}\n"))?;
+                RunView::from_envelope(envelope)
+            }
+            Err(why) => Err(why),
+        };
         match &view {
             Ok(run) => {
                 let mut page_of_run = html::run_page(run);
@@ -269,6 +312,6 @@ pub fn build(
 }
 
 /// The conform binary running now (what runs each implementation).
-pub fn this_conform() -> Result<PathBuf, String> {
-    std::env::current_exe().map_err(|e| format!("cannot find conform's own binary: {e}"))
+pub fn this_conform() -> Result<PathBuf, MatrixError> {
+    std::env::current_exe().map_err(MatrixError::OwnBinary)
 }
