@@ -92,40 +92,45 @@ fn snapshot_files(dir: &Path) -> Vec<(PathBuf, String)> {
     out
 }
 
-#[test]
-fn snapshots_recorded_anywhere_compare_equal_on_another_machine_and_a_fault_still_drifts() {
-    let here = tempfile::tempdir().unwrap();
-    let there = tempfile::tempdir().unwrap();
-    let snaps = here.path().join("snaps");
-    let profile = profile_in(here.path(), None);
+/// Out of the edit lane (`.config/nextest.toml`): each takes ten seconds or more.
+mod heavy {
+    use super::*;
 
-    // Recorded with reftool at one path, from one working directory.
-    let first = reftool_at(here.path(), "tools", "reftool");
-    let (code, report) = run(here.path(), &first, &profile, &snaps, true);
-    assert_eq!(code, 0, "{report:#}");
-    let files = snapshot_files(&snaps);
-    assert!(files.len() >= SCENARIOS.len(), "{files:#?}");
-    let all: String = files.iter().map(|(_, text)| text.as_str()).collect();
-    // No path of this machine is left in them; the tool is named by its placeholder.
-    for machine in [here.path(), &first, &std::env::current_dir().unwrap()] {
-        assert!(!all.contains(machine.to_str().unwrap()), "{} in {all}", machine.display());
+    #[test]
+    fn snapshots_recorded_anywhere_compare_equal_on_another_machine_and_a_fault_still_drifts() {
+        let here = tempfile::tempdir().unwrap();
+        let there = tempfile::tempdir().unwrap();
+        let snaps = here.path().join("snaps");
+        let profile = profile_in(here.path(), None);
+
+        // Recorded with reftool at one path, from one working directory.
+        let first = reftool_at(here.path(), "tools", "reftool");
+        let (code, report) = run(here.path(), &first, &profile, &snaps, true);
+        assert_eq!(code, 0, "{report:#}");
+        let files = snapshot_files(&snaps);
+        assert!(files.len() >= SCENARIOS.len(), "{files:#?}");
+        let all: String = files.iter().map(|(_, text)| text.as_str()).collect();
+        // No path of this machine is left in them; the tool is named by its placeholder.
+        for machine in [here.path(), &first, &std::env::current_dir().unwrap()] {
+            assert!(!all.contains(machine.to_str().unwrap()), "{} in {all}", machine.display());
+        }
+        assert!(all.contains("[TOOL] job wait"), "{all}");
+
+        // Compared with a copy elsewhere (a directory that needs quoting), from another directory.
+        let second = reftool_at(there.path(), "other bin's", "reftool");
+        let (code, report) = run(there.path(), &second, &profile, &snaps, false);
+        assert_eq!(code, 0, "portable snapshots must not drift: {report:#}");
+        assert!(findings(&report, "snapshot-drift").is_empty());
+        assert_eq!(snapshot_files(&snaps), files, "a clean compare writes nothing");
+
+        // A fault that changes what the tool answers still drifts.
+        let fault = Fault::RunningContinueWithExtraFlag;
+        let faulty = reftool_at(there.path(), "faulty bin", "reftool-faulty");
+        let fault_profile = profile_in(there.path(), Some(fault));
+        let (code, report) = run(there.path(), &faulty, &fault_profile, &snaps, false);
+        assert_eq!(code, 80, "{report:#}");
+        let drift = findings(&report, "snapshot-drift");
+        assert!(!drift.is_empty(), "{} drifted nowhere: {report:#}", fault.name());
+        assert!(drift.iter().any(|f| f["step"] == "call"), "{drift:#?}");
     }
-    assert!(all.contains("[TOOL] job wait"), "{all}");
-
-    // Compared with a copy elsewhere (a directory that needs quoting), from another directory.
-    let second = reftool_at(there.path(), "other bin's", "reftool");
-    let (code, report) = run(there.path(), &second, &profile, &snaps, false);
-    assert_eq!(code, 0, "portable snapshots must not drift: {report:#}");
-    assert!(findings(&report, "snapshot-drift").is_empty());
-    assert_eq!(snapshot_files(&snaps), files, "a clean compare writes nothing");
-
-    // A fault that changes what the tool answers still drifts.
-    let fault = Fault::RunningContinueWithExtraFlag;
-    let faulty = reftool_at(there.path(), "faulty bin", "reftool-faulty");
-    let fault_profile = profile_in(there.path(), Some(fault));
-    let (code, report) = run(there.path(), &faulty, &fault_profile, &snaps, false);
-    assert_eq!(code, 80, "{report:#}");
-    let drift = findings(&report, "snapshot-drift");
-    assert!(!drift.is_empty(), "{} drifted nowhere: {report:#}", fault.name());
-    assert!(drift.iter().any(|f| f["step"] == "call"), "{drift:#?}");
 }

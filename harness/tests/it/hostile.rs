@@ -497,51 +497,6 @@ fn run_groups_of(pid: u32) -> Vec<PathBuf> {
 }
 
 #[rstest::rstest]
-#[case::cgroups_one_at_a_time("auto", 1)]
-#[case::cgroups_three_at_once("auto", 3)]
-#[case::subreaper_one_at_a_time("subreaper", 1)]
-#[case::subreaper_three_at_once("subreaper", 3)]
-fn conform_reports_an_env_cleared_grandchild_on_its_scenario_and_leaves_nothing(
-    #[case] isolation: &str,
-    #[case] jobs: u8,
-) {
-    let tag = unique_digits();
-    let argv = grandchild(&tag);
-    let _guard = KillOnDrop(argv.clone());
-    let run = RunDir::new(&tag);
-    let mut cmd = run.conform(isolation);
-    cmd.args(["--format", "json", "-j", &jobs.to_string()]);
-    for id in QUICK {
-        cmd.args(["--only", id]);
-    }
-    let began = Instant::now();
-    let out = cmd.output().unwrap();
-    let took = began.elapsed();
-    let report = crate::support::stdout_json(&out);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(crate::support::code(&out), 80, "{report:#}\n{stderr}");
-    for id in QUICK {
-        assert_eq!(crate::support::status_of(&report, id), "fail", "{id}: {report:#}");
-        let scenario =
-            report["data"]["scenarios"].as_array().unwrap().iter().find(|s| s["id"] == id).unwrap();
-        let leaks: Vec<&serde_json::Value> = scenario["findings"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|f| f["check"] == "leaked-process")
-            .collect();
-        assert!(
-            leaks.iter().any(|f| f["actual"] == argv.as_str()),
-            "{id} has no finding for its grandchild: {scenario:#}"
-        );
-    }
-    // Each step waits out the pipe grace (2 s) for the held pipes, no more.
-    assert!(took < Duration::from_secs(90), "conform took {took:?}");
-    assert_eq!(processes_running(&argv), Vec::<u32>::new(), "left after the run");
-    assert_eq!(run.left_in_tmp(), Vec::<PathBuf>::new(), "sandboxes left");
-}
-
-#[rstest::rstest]
 #[case::cgroups("auto")]
 #[case::subreaper("subreaper")]
 fn an_interrupted_conform_leaves_no_env_cleared_grandchild(#[case] isolation: &str) {
@@ -700,57 +655,6 @@ fn the_next_run_removes_what_a_killed_conform_left() {
         assert_eq!(processes_running(&argv), Vec::<u32>::new(), "the killed run's leaks live on");
     }
     std::fs::remove_dir_all(&live_root).unwrap();
-}
-
-/// A job whose `cancel_command` cannot run (the program is not on PATH) outlives the scenario:
-/// the leak finding and a note say which cancel failed and how, so the vendor is sent to the
-/// cancel, not to a mystery process.
-#[test]
-fn a_cancel_that_cannot_run_is_named_by_the_leak_it_leaves() {
-    let dir = tempfile::tempdir().unwrap();
-    let tool = dir.path().join("tool");
-    crate::support::write_executable(
-        &tool,
-        r#"#!/bin/sh
-case "$1" in
-manifest) printf '{"schema_version":"1.0","commands":{"build":{"async":true,"danger_level":"safe"}}}\n' ;;
-build)
-  sleep 120 >/dev/null 2>&1 &
-  printf '{"ok":true,"data":{"job_id":"j1","status":"running","terminal":false,"status_command":"no-such-tool job status j1","cancel_command":"no-such-tool job cancel j1","poll_interval_ms":100,"timeout_ms":60000},"error":null,"warnings":[],"meta":{"exit_code":0,"duration_ms":1}}\n' ;;
-esac
-"#,
-    );
-    let profile = dir.path().join("conform.toml");
-    std::fs::write(&profile, "[roles.async]\nargv = [\"build\"]\n").unwrap();
-    let out = crate::support::conform()
-        .arg("run")
-        .arg(&tool)
-        .arg("--profile")
-        .arg(&profile)
-        .args(["--only", "async-returns-a-job-descriptor", "--format", "json"])
-        .output()
-        .unwrap();
-    let report = crate::support::stdout_json(&out);
-    let scenario = &report["data"]["scenarios"][0];
-    let leak = scenario["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["check"] == "leaked-process")
-        .unwrap_or_else(|| panic!("no leak finding: {scenario:#}"));
-    let message = leak["message"].as_str().unwrap();
-    assert!(
-        message.contains("its cancels (failed: `no-such-tool job cancel j1` (exit 127)"),
-        "{message}"
-    );
-    let notes: Vec<&str> =
-        scenario["notes"].as_array().unwrap().iter().filter_map(|n| n.as_str()).collect();
-    assert!(
-        notes.iter().any(|n| n
-            .starts_with("clean-up: a cancel failed: `no-such-tool job cancel j1` (exit 127): ")
-            && n.contains("not found")),
-        "{notes:?}"
-    );
 }
 
 /// The lines of `text` holding a character a terminal acts on: a C0 control other than a
@@ -920,39 +824,6 @@ fn a_manifest_of_45000_writers_is_one_finding_per_rule_in_a_bounded_report() {
     }
     assert!(out.stdout.len() < 1 << 20, "a report of {} bytes", out.stdout.len());
     assert!(max_kib < 1_250_000, "conform grew to {max_kib} KiB");
-}
-
-/// A tool that leaves fifty processes behind gets twenty `leaked-process` findings and one
-/// that counts the other thirty, and none of the fifty outlives the run.
-#[test]
-fn fifty_leaked_processes_are_twenty_findings_and_a_count() {
-    let tag = unique_digits();
-    let argv = format!("sleep 402.{tag}");
-    let _guard = KillOnDrop(argv.clone());
-    let run = RunDir::new(&tag);
-    let out = crate::support::conform()
-        .current_dir(run.dir.path())
-        .env("TMPDIR", run.tmp())
-        .arg("run")
-        .arg(fixture("many-leaks.sh"))
-        .arg("--profile")
-        .arg(run.dir.path().join("conform.toml"))
-        .args(["--only", "manifest-valid", "--format", "json"])
-        .output()
-        .unwrap();
-    let report = crate::support::stdout_json(&out);
-    let scenario = &report["data"]["scenarios"][0];
-    let leaks: Vec<&str> = scenario["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["check"] == "leaked-process")
-        .map(|f| f["message"].as_str().unwrap())
-        .collect();
-    assert_eq!(leaks.len(), 21, "{scenario:#}");
-    assert_eq!(leaks[20], "and 30 more `leaked-process` finding(s) like the 20 above");
-    assert_eq!(processes_running(&argv), Vec::<u32>::new(), "left after the run");
-    assert_eq!(run.left_in_tmp(), Vec::<PathBuf>::new(), "sandboxes left");
 }
 
 /// `cmd` with its descriptor limit lowered to `limit` (soft and hard, as `ulimit -n` does).
@@ -1206,5 +1077,141 @@ mod alone {
         assert_capture_bounded(&outcome);
         assert!(outcome.pipes_closed_after.is_some());
         assert_nothing_left(&sandbox);
+    }
+}
+
+/// Out of the edit lane (`.config/nextest.toml`): each takes ten seconds or more.
+mod heavy {
+    use super::*;
+
+    #[rstest::rstest]
+    #[case::cgroups_one_at_a_time("auto", 1)]
+    #[case::cgroups_three_at_once("auto", 3)]
+    #[case::subreaper_one_at_a_time("subreaper", 1)]
+    #[case::subreaper_three_at_once("subreaper", 3)]
+    fn conform_reports_an_env_cleared_grandchild_on_its_scenario_and_leaves_nothing(
+        #[case] isolation: &str,
+        #[case] jobs: u8,
+    ) {
+        let tag = unique_digits();
+        let argv = grandchild(&tag);
+        let _guard = KillOnDrop(argv.clone());
+        let run = RunDir::new(&tag);
+        let mut cmd = run.conform(isolation);
+        cmd.args(["--format", "json", "-j", &jobs.to_string()]);
+        for id in QUICK {
+            cmd.args(["--only", id]);
+        }
+        let began = Instant::now();
+        let out = cmd.output().unwrap();
+        let took = began.elapsed();
+        let report = crate::support::stdout_json(&out);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(crate::support::code(&out), 80, "{report:#}\n{stderr}");
+        for id in QUICK {
+            assert_eq!(crate::support::status_of(&report, id), "fail", "{id}: {report:#}");
+            let scenario = report["data"]["scenarios"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|s| s["id"] == id)
+                .unwrap();
+            let leaks: Vec<&serde_json::Value> = scenario["findings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|f| f["check"] == "leaked-process")
+                .collect();
+            assert!(
+                leaks.iter().any(|f| f["actual"] == argv.as_str()),
+                "{id} has no finding for its grandchild: {scenario:#}"
+            );
+        }
+        // Each step waits out the pipe grace (2 s) for the held pipes, no more.
+        assert!(took < Duration::from_secs(90), "conform took {took:?}");
+        assert_eq!(processes_running(&argv), Vec::<u32>::new(), "left after the run");
+        assert_eq!(run.left_in_tmp(), Vec::<PathBuf>::new(), "sandboxes left");
+    }
+    /// A job whose `cancel_command` cannot run (the program is not on PATH) outlives the scenario:
+    /// the leak finding and a note say which cancel failed and how, so the vendor is sent to the
+    /// cancel, not to a mystery process.
+    #[test]
+    fn a_cancel_that_cannot_run_is_named_by_the_leak_it_leaves() {
+        let dir = tempfile::tempdir().unwrap();
+        let tool = dir.path().join("tool");
+        crate::support::write_executable(
+            &tool,
+            r#"#!/bin/sh
+    case "$1" in
+    manifest) printf '{"schema_version":"1.0","commands":{"build":{"async":true,"danger_level":"safe"}}}\n' ;;
+    build)
+      sleep 120 >/dev/null 2>&1 &
+      printf '{"ok":true,"data":{"job_id":"j1","status":"running","terminal":false,"status_command":"no-such-tool job status j1","cancel_command":"no-such-tool job cancel j1","poll_interval_ms":100,"timeout_ms":60000},"error":null,"warnings":[],"meta":{"exit_code":0,"duration_ms":1}}\n' ;;
+    esac
+    "#,
+        );
+        let profile = dir.path().join("conform.toml");
+        std::fs::write(&profile, "[roles.async]\nargv = [\"build\"]\n").unwrap();
+        let out = crate::support::conform()
+            .arg("run")
+            .arg(&tool)
+            .arg("--profile")
+            .arg(&profile)
+            .args(["--only", "async-returns-a-job-descriptor", "--format", "json"])
+            .output()
+            .unwrap();
+        let report = crate::support::stdout_json(&out);
+        let scenario = &report["data"]["scenarios"][0];
+        let leak = scenario["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["check"] == "leaked-process")
+            .unwrap_or_else(|| panic!("no leak finding: {scenario:#}"));
+        let message = leak["message"].as_str().unwrap();
+        assert!(
+            message.contains("its cancels (failed: `no-such-tool job cancel j1` (exit 127)"),
+            "{message}"
+        );
+        let notes: Vec<&str> =
+            scenario["notes"].as_array().unwrap().iter().filter_map(|n| n.as_str()).collect();
+        assert!(
+            notes.iter().any(|n| n.starts_with(
+                "clean-up: a cancel failed: `no-such-tool job cancel j1` (exit 127): "
+            ) && n.contains("not found")),
+            "{notes:?}"
+        );
+    }
+    /// A tool that leaves fifty processes behind gets twenty `leaked-process` findings and one
+    /// that counts the other thirty, and none of the fifty outlives the run.
+    #[test]
+    fn fifty_leaked_processes_are_twenty_findings_and_a_count() {
+        let tag = unique_digits();
+        let argv = format!("sleep 402.{tag}");
+        let _guard = KillOnDrop(argv.clone());
+        let run = RunDir::new(&tag);
+        let out = crate::support::conform()
+            .current_dir(run.dir.path())
+            .env("TMPDIR", run.tmp())
+            .arg("run")
+            .arg(fixture("many-leaks.sh"))
+            .arg("--profile")
+            .arg(run.dir.path().join("conform.toml"))
+            .args(["--only", "manifest-valid", "--format", "json"])
+            .output()
+            .unwrap();
+        let report = crate::support::stdout_json(&out);
+        let scenario = &report["data"]["scenarios"][0];
+        let leaks: Vec<&str> = scenario["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["check"] == "leaked-process")
+            .map(|f| f["message"].as_str().unwrap())
+            .collect();
+        assert_eq!(leaks.len(), 21, "{scenario:#}");
+        assert_eq!(leaks[20], "and 30 more `leaked-process` finding(s) like the 20 above");
+        assert_eq!(processes_running(&argv), Vec::<u32>::new(), "left after the run");
+        assert_eq!(run.left_in_tmp(), Vec::<PathBuf>::new(), "sandboxes left");
     }
 }

@@ -86,40 +86,6 @@ fn init_on_reftool_offers_every_reference_role_and_its_draft_runs() {
 }
 
 #[test]
-fn init_on_a_foreign_framework_says_which_roles_cannot_exist_and_its_draft_runs() {
-    let dir = tempfile::tempdir().unwrap();
-    let draft = init(dir.path(), "notes");
-    // A bare name stays bare: the profile works wherever `notes` is on PATH.
-    assert!(draft.contains("command = [\"notes\"]"), "{draft}");
-    // The framework's built-ins (`"builtin": true`) are left out of every role and probe.
-    for builtin in ["cleanup", "audit-log", "completion"] {
-        assert!(!draft.contains(&format!("[\"{builtin}\"")), "{builtin} offered:\n{draft}");
-    }
-    assert!(candidates(&draft, "idempotent_writer").contains(&"[\"note\", \"add\"]".to_owned()));
-    assert!(
-        draft.contains("# destructive = [{ argv = [\"note\", \"delete\", \"<ARGS>\"]"),
-        "{draft}"
-    );
-    // No command declares interruption: the §79 roles say so instead of inviting a search.
-    assert!(
-        draft.contains(
-            "# Role `detach`: none can fill it (no command declares `interruption` with `detach: true`: its scenarios are not applicable)."
-        ),
-        "{draft}"
-    );
-    // The plain_slow role gets the command that declares a --timeout of its own, not a quick
-    // listing that ends before any timeout.
-    assert_eq!(candidates(&draft, "plain_slow"), ["[\"export\"]"], "{draft}");
-    let (exit, report) = run_draft(dir.path());
-    // Its one true defect (job status exits 3) needs the async role, commented out here, and
-    // so do the other musts that need roles: unjudged, not failed.
-    assert_eq!(exit, i32::from(conform::exit::UNJUDGED), "{report:#}");
-    let claims = report["data"]["claims"].as_array().unwrap();
-    let interruption = claims.iter().find(|c| c["claim"] == "interruption").unwrap();
-    assert_eq!(interruption["verdict"], "not-applicable", "{interruption:#}");
-}
-
-#[test]
 fn init_on_a_python_tool_drafts_a_profile_its_run_takes() {
     let dir = tempfile::tempdir().unwrap();
     let tool = workspace().join("tests/fixtures/tools/pyagent/pyagent.py");
@@ -138,4 +104,45 @@ fn init_on_a_python_tool_drafts_a_profile_its_run_takes() {
         .filter(|s| s["reason"].as_str().is_some_and(|r| r.starts_with("profile problem")))
         .collect();
     assert!(problems.is_empty(), "{problems:#?}");
+}
+
+/// Out of the edit lane (`.config/nextest.toml`): each takes ten seconds or more.
+mod heavy {
+    use super::*;
+
+    #[test]
+    fn init_on_a_foreign_framework_says_which_roles_cannot_exist_and_its_draft_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let draft = init(dir.path(), "notes");
+        // A bare name stays bare: the profile works wherever `notes` is on PATH.
+        assert!(draft.contains("command = [\"notes\"]"), "{draft}");
+        // The framework's built-ins (`"builtin": true`) are left out of every role and probe.
+        for builtin in ["cleanup", "audit-log", "completion"] {
+            assert!(!draft.contains(&format!("[\"{builtin}\"")), "{builtin} offered:\n{draft}");
+        }
+        assert!(
+            candidates(&draft, "idempotent_writer").contains(&"[\"note\", \"add\"]".to_owned())
+        );
+        assert!(
+            draft.contains("# destructive = [{ argv = [\"note\", \"delete\", \"<ARGS>\"]"),
+            "{draft}"
+        );
+        // No command declares interruption: the §79 roles say so instead of inviting a search.
+        assert!(
+            draft.contains(
+                "# Role `detach`: none can fill it (no command declares `interruption` with `detach: true`: its scenarios are not applicable)."
+            ),
+            "{draft}"
+        );
+        // The plain_slow role gets the command that declares a --timeout of its own, not a quick
+        // listing that ends before any timeout.
+        assert_eq!(candidates(&draft, "plain_slow"), ["[\"export\"]"], "{draft}");
+        let (exit, report) = run_draft(dir.path());
+        // Its one true defect (job status exits 3) needs the async role, commented out here, and
+        // so do the other musts that need roles: unjudged, not failed.
+        assert_eq!(exit, i32::from(conform::exit::UNJUDGED), "{report:#}");
+        let claims = report["data"]["claims"].as_array().unwrap();
+        let interruption = claims.iter().find(|c| c["claim"] == "interruption").unwrap();
+        assert_eq!(interruption["verdict"], "not-applicable", "{interruption:#}");
+    }
 }
