@@ -219,7 +219,7 @@ pub fn measure(subject: &Subject, role_name: &str, keep: bool) -> Result<Calibra
     }
     inv.stdin = role.stdin_mode();
     inv.timeout = CALIBRATION_LIMIT;
-    crate::interrupt::gate()?;
+    crate::interrupt::gate().map_err(|e| e.to_string())?;
     let outcome = exec::run(&inv).map_err(|e| format!("calibration of role `{role_name}`: {e}"))?;
     let Termination::Exited(exit_code) = outcome.termination else {
         return Err(format!(

@@ -91,9 +91,14 @@ pub fn interrupted() -> bool {
     STOPPING.load(Ordering::SeqCst)
 }
 
+/// conform was interrupted (Ctrl-C, SIGTERM, SIGHUP): nothing more may start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("conform was interrupted")]
+pub struct Interrupted;
+
 /// `Err` once conform is interrupted, for the runner to check before it starts a process.
-pub fn gate() -> Result<(), String> {
-    if interrupted() { Err("conform was interrupted".into()) } else { Ok(()) }
+pub fn gate() -> Result<(), Interrupted> {
+    if interrupted() { Err(Interrupted) } else { Ok(()) }
 }
 
 /// Called by the run once its scenarios ended: when conform was interrupted, waits until the

@@ -50,7 +50,7 @@ pub struct Needs<'a> {
 pub enum PrepareError {
     /// conform was interrupted: nothing new starts.
     #[error("{0}")]
-    Interrupted(String),
+    Interrupted(#[from] crate::interrupt::Interrupted),
     /// The sandbox itself could not be made.
     #[error("{0}")]
     Sandbox(#[source] SandboxError),
@@ -139,7 +139,7 @@ pub fn prepare(
     needs: &Needs<'_>,
     keep: bool,
 ) -> Result<Prepared, PrepareError> {
-    interrupt::gate().map_err(PrepareError::Interrupted)?;
+    interrupt::gate()?;
     let mut sandbox = Sandbox::new().map_err(PrepareError::Sandbox)?;
     if keep {
         sandbox.keep();
@@ -239,7 +239,7 @@ fn install(
         ];
         env.extend(part.env.iter().map(|(k, v)| (k.into(), v.into())));
         for line in part.setup {
-            interrupt::gate().map_err(PrepareError::Interrupted)?;
+            interrupt::gate()?;
             match sandbox.run_setup_with(line, &env, SETUP_LIMIT) {
                 Ok(_) => {}
                 Err(SandboxError::SetupFailed { termination, stderr_tail, .. }) => {

@@ -25,8 +25,8 @@ pub enum StepError {
         source: std::io::Error,
     },
     /// conform was interrupted (Ctrl-C) before the step started a process.
-    #[error("conform was interrupted")]
-    Interrupted,
+    #[error(transparent)]
+    Interrupted(#[from] crate::interrupt::Interrupted),
 }
 
 /// Why a step ends without its findings.
@@ -68,7 +68,7 @@ impl From<&str> for Stop {
 
 /// `Err` once conform is interrupted: checked before a step starts a process.
 pub fn gate() -> Result<(), StepError> {
-    crate::interrupt::gate().map_err(|_| StepError::Interrupted)
+    Ok(crate::interrupt::gate()?)
 }
 
 /// What a step that ran to its verdict yields, or why it stopped.

@@ -469,6 +469,22 @@ impl RunDir {
         cmd
     }
 
+    /// conform's JSON report of `manifest-valid` alone on the fixture `name`, under this
+    /// directory's profile and temporary directory.
+    fn manifest_valid_of(&self, name: &str) -> serde_json::Value {
+        let out = crate::support::conform()
+            .current_dir(self.dir.path())
+            .env("TMPDIR", self.tmp())
+            .arg("run")
+            .arg(fixture(name))
+            .arg("--profile")
+            .arg(self.dir.path().join("conform.toml"))
+            .args(["--only", "manifest-valid", "--format", "json"])
+            .output()
+            .unwrap();
+        crate::support::stdout_json(&out)
+    }
+
     fn left_in_tmp(&self) -> Vec<PathBuf> {
         std::fs::read_dir(self.tmp()).unwrap().flatten().map(|e| e.path()).collect()
     }
@@ -1030,17 +1046,7 @@ fn writes_outside_the_sandbox_are_noted_on_the_scenario() {
     let tag = unique_digits();
     let _cleanup = RemoveOnDrop(format!("hostile-outside-{tag}-"));
     let run = RunDir::new(&tag);
-    let out = crate::support::conform()
-        .current_dir(run.dir.path())
-        .env("TMPDIR", run.tmp())
-        .arg("run")
-        .arg(fixture("writes-outside.sh"))
-        .arg("--profile")
-        .arg(run.dir.path().join("conform.toml"))
-        .args(["--only", "manifest-valid", "--format", "json"])
-        .output()
-        .unwrap();
-    let report = crate::support::stdout_json(&out);
+    let report = run.manifest_valid_of("writes-outside.sh");
     let scenario = &report["data"]["scenarios"][0];
     let note = scenario["notes"]
         .as_array()
@@ -1190,17 +1196,7 @@ mod heavy {
         let argv = format!("sleep 402.{tag}");
         let _guard = KillOnDrop(argv.clone());
         let run = RunDir::new(&tag);
-        let out = crate::support::conform()
-            .current_dir(run.dir.path())
-            .env("TMPDIR", run.tmp())
-            .arg("run")
-            .arg(fixture("many-leaks.sh"))
-            .arg("--profile")
-            .arg(run.dir.path().join("conform.toml"))
-            .args(["--only", "manifest-valid", "--format", "json"])
-            .output()
-            .unwrap();
-        let report = crate::support::stdout_json(&out);
+        let report = run.manifest_valid_of("many-leaks.sh");
         let scenario = &report["data"]["scenarios"][0];
         let leaks: Vec<&str> = scenario["findings"]
             .as_array()
