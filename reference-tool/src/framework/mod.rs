@@ -51,7 +51,7 @@
 //! | `REFTOOL_TEST_MODE=1` | self-checks: undeclared exit codes, missing `effect`, progress going backwards become GENERAL_ERROR |
 //! | `AGENT_CALL_BUDGET_MS` | the call budget of interruptible commands when `--budget` is absent (malformed: a warning, the default 30000 ms) |
 //! | `REFTOOL_IDLE_TIMEOUT_MS` | test knob: overrides every command's `idle_timeout_ms` (1–86400000) |
-//! | `REFTOOL_CLEANUP_MS` | test knob: how long a command cancelled by SIGINT or SIGHUP cleans up before it answers (0–60000, default 0), so a second SIGINT can land during the cleanup |
+//! | `REFTOOL_CLEANUP_MS` | test knob: how long a command outside the job runtime, cancelled by SIGINT or SIGHUP, cleans up before it answers (0–60000, default 0), so a second SIGINT can land during the cleanup |
 //!
 //! A malformed value of any of these (but `AGENT_CALL_BUDGET_MS`) is ARG_ERROR 2
 //! (`ENV_INVALID`), nothing done.

@@ -133,8 +133,8 @@ pub fn pace_from_env() -> Result<Duration, Failure> {
     millis_from_env("REFTOOL_PACE_MS")
 }
 
-/// `REFTOOL_CLEANUP_MS`: how long a command cancelled by SIGINT or SIGHUP takes to clean up
-/// before it answers (default 0).
+/// `REFTOOL_CLEANUP_MS`: how long a command outside the job runtime, cancelled by SIGINT or
+/// SIGHUP, takes to clean up before it answers (default 0).
 pub fn cleanup_from_env() -> Result<Duration, Failure> {
     millis_from_env("REFTOOL_CLEANUP_MS")
 }
