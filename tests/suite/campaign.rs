@@ -2,7 +2,8 @@
 //! shrinks it and keeps it as a scenario file; that scenario fails `conform run` on the faulty
 //! tool and passes on the correct one. A fault of milliseconds fails its kept scenario only as
 //! often as it reproduces: the kept scenario asks for several attempts, and the correct tool
-//! must pass every one.
+//! must pass every one. A writer that writes again when called after its work ended is judged
+//! where the work ended, not after the epilogue's fresh start.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -157,5 +158,43 @@ mod heavy {
         assert_eq!(out.status.code(), Some(0), "{report:#}");
         let notes = report["data"]["scenarios"][0]["notes"].to_string();
         assert!(notes.contains("passed all"), "{notes}");
+    }
+
+    /// pyagent's `load` without an idempotency key appends its rows again when the identical
+    /// invocation comes after completion, which starts fresh (docs/contract.md §6): legal. A
+    /// schedule whose second call ends the work is judged on the oracle read then; the
+    /// epilogue's fresh run after it (the table twice over) is judged only as the next
+    /// invocation. Judged after the epilogue, this schedule fails the correct tool every time.
+    #[test]
+    fn a_writer_run_again_after_its_work_ended_is_judged_where_it_ended() {
+        let dir = tempfile::tempdir().unwrap();
+        let pyagent = workspace_root().join("tests/fixtures/tools/pyagent");
+        let schedule = dir.path().join("ended-then-again.json");
+        let kill_midway =
+            r#"{"event":"call","budget":{"kind":"off"},"copies":1,"signal":["KILL",800]}"#;
+        let to_the_end = r#"{"event":"call","budget":{"kind":"off"},"copies":1}"#;
+        std::fs::write(
+            &schedule,
+            format!(
+                r#"{{"role":"resume_writer","events":[{kill_midway},{to_the_end}],"final_budget_ms":3000}}"#
+            ),
+        )
+        .unwrap();
+        let out = conform(
+            dir.path(),
+            &[
+                "campaign",
+                pyagent.join("pyagent.py").to_str().expect("a UTF-8 path"),
+                "--profile",
+                pyagent.join("fixtures/conform.toml").to_str().expect("a UTF-8 path"),
+                "--replay",
+                schedule.to_str().expect("a UTF-8 path"),
+                "--format",
+                "json",
+            ],
+        );
+        let report = json(&out);
+        assert_eq!(out.status.code(), Some(0), "{report:#}");
+        assert_eq!(report["data"]["summary"]["held"], 1, "{report:#}");
     }
 }

@@ -475,7 +475,11 @@ pub struct ScenarioHeading<'a> {
 /// The schedule as an ordinary scenario file: the events as steps (`run` with `count` and
 /// `kill_group`, `sleep` + `kill-worker`, `sleep` + `cancel`, `job wait` / `job status` runs),
 /// then the epilogue: the identical invocation, its `continue_command` loop expected to end in
-/// the calibrated response, and the effect oracle. With `one_job` (a detaching role's kept
+/// the calibrated response, and the effect oracle. The oracle is read where the work first
+/// ends: after every step that may end it (a call, a `job wait`, the settling run) a verify
+/// step judges only when that step ended the work and none before it did, and the last one
+/// only when none did (an identical invocation after completion starts fresh, and a writer
+/// without an idempotency key may legally write again; docs/contract.md §6). With `one_job` (a detaching role's kept
 /// failure) the first call's identical copies that hand off must name one job
 /// (`same_among_handoffs`), as the campaign's own trials judge it
 /// ([`super::invariant::one_job`]): a copy may legally answer without an id, refused while the
@@ -500,6 +504,8 @@ pub fn to_scenario(s: &Schedule, one_job: bool, heading: &ScenarioHeading<'_>) -
         ))
     ));
     let mut last_answered: Option<String> = None;
+    // The steps so far that may have ended the work, for the effect read after each.
+    let mut enders: Vec<String> = Vec::new();
     for (i, e) in s.events.iter().enumerate() {
         let n = i + 1;
         match e {
@@ -527,6 +533,8 @@ pub fn to_scenario(s: &Schedule, one_job: bool, heading: &ScenarioHeading<'_>) -
                     // hand-offs alone, `invariant::one_job`).
                     out.push_str(&format!("expect = {{ same_among_handoffs = [\"{JOB_ID}\"] }}\n"));
                 }
+                out.push_str(&effect_when_ended(&name, &format!("{EFFECT}-{n}"), &enders));
+                enders.push(name.clone());
                 last_answered = e.answers().then_some(name);
             }
             Event::KillWorker { after_ms } => {
@@ -543,10 +551,13 @@ pub fn to_scenario(s: &Schedule, one_job: bool, heading: &ScenarioHeading<'_>) -
             }
             Event::Wait { budget } => {
                 let Some(from) = &last_answered else { continue };
+                let name = format!("wait-{n}");
                 out.push_str(&format!(
-                    "\n[[steps]]\naction = \"run\"\nname = \"wait-{n}\"\nargs = [\"job\", \"wait\", \"{{@{from}/data/job_id}}\"]\nenv = {{ AGENT_CALL_BUDGET_MS = {} }}\n",
+                    "\n[[steps]]\naction = \"run\"\nname = \"{name}\"\nargs = [\"job\", \"wait\", \"{{@{from}/data/job_id}}\"]\nenv = {{ AGENT_CALL_BUDGET_MS = {} }}\n",
                     q(&budget.env_value())
                 ));
+                out.push_str(&effect_when_ended(&name, &format!("{EFFECT}-{n}"), &enders));
+                enders.push(name);
             }
             Event::Status => {
                 let Some(from) = &last_answered else { continue };
@@ -565,6 +576,8 @@ pub fn to_scenario(s: &Schedule, one_job: bool, heading: &ScenarioHeading<'_>) -
             q(&s.role),
             s.final_budget_ms
         ));
+        out.push_str(&effect_when_ended(SETTLE, &format!("{EFFECT}-{SETTLE}"), &enders));
+        enders.push(SETTLE.to_owned());
     }
     out.push_str(&format!(
         "\n[[steps]]\naction = \"run\"\nname = \"{FINISH}\"\nrole = {}\nenv = {{ AGENT_CALL_BUDGET_MS = \"{}\" }}\n",
@@ -575,7 +588,28 @@ pub fn to_scenario(s: &Schedule, one_job: bool, heading: &ScenarioHeading<'_>) -
         "\n[[steps]]\naction = \"continue\"\nname = \"{FINISH_LOOP}\"\nfrom = \"{FINISH}\"\nexpect = {{ matches_calibrated = true }}\n"
     ));
     out.push_str(&format!("\n[[steps]]\naction = \"verify\"\nname = \"{EFFECT}\"\n"));
+    out.push_str(&unless_ended(&enders));
     out
+}
+
+/// A verify step after `step` that judges the effect only when `step` ended the work and
+/// none of `before` had.
+fn effect_when_ended(step: &str, name: &str, before: &[String]) -> String {
+    format!(
+        "\n[[steps]]\naction = \"verify\"\nname = {}\nwhen_ended = {}\n{}",
+        toml_string(name),
+        toml_string(step),
+        unless_ended(before)
+    )
+}
+
+/// The `unless_ended` line of a verify step (none when no step came before).
+fn unless_ended(before: &[String]) -> String {
+    if before.is_empty() {
+        return String::new();
+    }
+    let names: Vec<String> = before.iter().map(|n| toml_string(n)).collect();
+    format!("unless_ended = [{}]\n", names.join(", "))
 }
 
 /// The steps before which a job may legally report less progress than before: the first
@@ -712,6 +746,50 @@ mod tests {
         assert!(candidates.iter().any(|c| c.copies() == 2));
         assert!(candidates.iter().any(|c| c.kills().contains(&(KillTarget::Worker, 400))));
         assert!(candidates.iter().any(|c| c.kills().contains(&(KillTarget::Caller, 200))));
+    }
+
+    #[test]
+    fn the_effect_is_judged_where_the_work_first_ends() {
+        let s = Schedule {
+            role: "resume_writer".into(),
+            events: vec![
+                Event::Call { budget: Budget::Off, copies: 1, signal: Some((Sig::Kill, 800)) },
+                Event::KillWorker { after_ms: 10 },
+                Event::Call { budget: Budget::Off, copies: 1, signal: None },
+            ],
+            final_budget_ms: 3000,
+        };
+        let heading = ScenarioHeading {
+            id: "ended",
+            requirement: "REQ-C-035",
+            criterion: "c",
+            origin: "a test",
+            attempts: 1,
+        };
+        let text = to_scenario(&s, false, &heading);
+        let parsed = crate::catalogue::parse_scenario("REQ-C-035/ended.toml", &text)
+            .unwrap_or_else(|e| panic!("{text}\n{e:?}"));
+        let verifies: Vec<(String, Option<String>, Vec<String>)> = parsed
+            .steps
+            .iter()
+            .filter_map(|step| match step {
+                crate::scenario::Step::Verify(v) => {
+                    Some((v.name.clone(), v.when_ended.clone(), v.unless_ended.clone()))
+                }
+                _ => None,
+            })
+            .collect();
+        let names = |n: &[&str]| n.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        assert_eq!(
+            verifies,
+            vec![
+                ("effect-1".into(), Some("call-1".into()), vec![]),
+                ("effect-3".into(), Some("call-3".into()), names(&["call-1"])),
+                ("effect-settle".into(), Some(SETTLE.into()), names(&["call-1", "call-3"])),
+                (EFFECT.into(), None, names(&["call-1", "call-3", SETTLE])),
+            ],
+            "{text}"
+        );
     }
 
     #[test]

@@ -168,6 +168,19 @@ pub(super) fn validate(s: &Scenario) -> Result<(), String> {
                         return Err(format!("step `{name}`: `same_as` must name a verify step"));
                     }
                 }
+                for (key, other) in v
+                    .when_ended
+                    .iter()
+                    .map(|o| ("`when_ended`", o))
+                    .chain(v.unless_ended.iter().map(|o| ("`unless_ended`", o)))
+                {
+                    refer(other, key)?;
+                    if !matches!(seen.get(other.as_str()), Some(Step::Run(_) | Step::Continue(_))) {
+                        return Err(format!(
+                            "step `{name}`: {key} must name run or continue steps"
+                        ));
+                    }
+                }
             }
             Step::NoProcesses(_) => {}
             Step::ElapsedSince(e) => refer(&e.since, "`since`")?,

@@ -351,6 +351,19 @@ impl Values<'_> {
                     }
                     _ => "the role's verify command answers as after the calibration".into(),
                 };
+                if let Some(step) = &v.when_ended {
+                    line.runs.push_str(&format!(", judged only when step `{step}` ended the work"));
+                }
+                if !v.unless_ended.is_empty() {
+                    line.runs.push_str(&format!(
+                        ", judged only when none of {} ended the work",
+                        v.unless_ended
+                            .iter()
+                            .map(|s| format!("`{s}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ));
+                }
             }
             Step::NoProcesses(n) => {
                 line.runs = format!(

@@ -530,6 +530,17 @@ pub struct VerifyStep {
     /// Replaces the comparison with the calibration.
     #[serde(default)]
     pub unlike_calibrated: Option<bool>,
+    /// An earlier run step: the step judges only when a response of that step ended the work
+    /// (exited as the uninterrupted run did, never INCOMPLETE): the oracle is read at the
+    /// moment the work ended. Otherwise the step reads the oracle and judges nothing.
+    #[serde(default)]
+    pub when_ended: Option<String>,
+    /// Earlier run steps: the step judges nothing when a response of one of them ended the
+    /// work. After completion the identical invocation starts fresh (docs/contract.md §6),
+    /// and a writer without an idempotency key may legally do its work again: the effect
+    /// was to be judged when the work ended (`when_ended`), not after a later call.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unless_ended: Vec<String>,
 }
 
 impl VerifyStep {

@@ -146,6 +146,18 @@ mod tests {
         ))
         .unwrap_err();
         assert!(not_verify.contains("`same_as` must name a verify step"), "{not_verify}");
+        let when = "[[steps]]\naction = \"verify\"\nname = \"v3\"\nwhen_ended = \"call\"\nunless_ended = [\"call\"]\n";
+        parse(&format!("{run}{when}")).unwrap();
+        let not_run = parse(&format!(
+            "{run}{first}[[steps]]\naction = \"verify\"\nname = \"v\"\nwhen_ended = \"v1\"\n"
+        ))
+        .unwrap_err();
+        assert!(not_run.contains("`when_ended` must name run or continue steps"), "{not_run}");
+        let later = parse(&format!(
+            "[[steps]]\naction = \"verify\"\nname = \"v\"\nunless_ended = [\"call\"]\n{run}"
+        ))
+        .unwrap_err();
+        assert!(later.contains("`unless_ended` `call` is not an earlier step"), "{later}");
         let bad = parse("[[steps]]\naction = \"no-processes\"\nname = \"g\"\nwithin = \"soon\"\n")
             .unwrap_err();
         assert!(bad.contains("not a duration"), "{bad}");
@@ -157,6 +169,8 @@ mod tests {
             name: "v".into(),
             same_as: same_as.map(str::to_owned),
             unlike_calibrated: unlike,
+            when_ended: None,
+            unless_ended: Vec::new(),
         };
         assert!(step(None, None).compares_with_calibration());
         assert!(step(None, Some(false)).compares_with_calibration());

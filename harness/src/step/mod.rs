@@ -595,6 +595,12 @@ impl ScenarioState<'_> {
         stop::gate()?;
         let now = calibrate::effect_of(&line, &self.base_env, &self.work);
         self.effects.insert(v.name.clone(), now.clone());
+        let ended = |step: &String| self.ended_the_work(step);
+        if v.when_ended.as_ref().is_some_and(|step| !ended(step))
+            || v.unless_ended.iter().any(ended)
+        {
+            return Ok(Vec::new());
+        }
         let shown = |answer: &Result<String, String>| match answer {
             Ok(out) => out.clone(),
             Err(why) => format!("(`verify` failed: {why})"),
@@ -643,6 +649,20 @@ impl ScenarioState<'_> {
             }
         }
         Ok(findings)
+    }
+
+    /// Whether a response of `step` ended the work: it exited as the uninterrupted
+    /// calibration run did, and not INCOMPLETE.
+    fn ended_the_work(&self, step: &str) -> bool {
+        let Some(calibrated) = self.calibration.as_ref().map(|c| c.exit_code) else {
+            return false;
+        };
+        self.step_observations.get(step).is_some_and(|seen| {
+            seen.iter().any(|&i| {
+                let exit = self.observations[i].exit_code();
+                exit == Some(calibrated) && exit != Some(INCOMPLETE)
+            })
+        })
     }
 
     /// `action = "shell"`: the command line with `sh -c` in the working directory, with the
