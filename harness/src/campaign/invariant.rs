@@ -188,6 +188,8 @@ pub fn classify(
     calibrated_exit: i32,
 ) -> Result<Invariant, String> {
     let step = finding.step.as_deref().unwrap_or("");
+    // A continue loop's hops are `finish-loop#1`, `#2`, ...: the loop is the step.
+    let step_name = step.split('#').next().unwrap_or(step);
     let last_exit =
         |name: &str| records.iter().rev().find(|r| step_of(r) == name).and_then(exit_of);
     Ok(match finding.check {
@@ -212,14 +214,14 @@ pub fn classify(
         | FindingKind::BudgetMeta
         | FindingKind::IncompleteRetryable => Invariant::Envelope,
         FindingKind::ContinueLoop => Invariant::NextInvocation,
-        _ if step == FINISH || step == FINISH_LOOP => {
+        _ if step_name == FINISH || step_name == FINISH_LOOP => {
             let ended = last_exit(FINISH_LOOP).or_else(|| last_exit(FINISH));
             match ended {
                 Some(code) if code == calibrated_exit => Invariant::FinalResponse,
                 Some(_) | None => Invariant::NextInvocation,
             }
         }
-        _ if step == EFFECT => Invariant::Effect,
+        _ if step_name == EFFECT => Invariant::Effect,
         _ => Invariant::Other,
     })
 }
@@ -519,6 +521,11 @@ mod tests {
         assert_eq!(c(&at(FindingKind::Effect, EFFECT)), Ok(Invariant::Effect));
         assert_eq!(
             c(&at(FindingKind::CalibratedEquality, FINISH_LOOP)),
+            Ok(Invariant::FinalResponse)
+        );
+        // A hop of the loop is the loop.
+        assert_eq!(
+            c(&at(FindingKind::CalibratedEquality, &format!("{FINISH_LOOP}#1"))),
             Ok(Invariant::FinalResponse)
         );
         assert_eq!(c(&at(FindingKind::SameValue, "call-1")), Ok(Invariant::OneJob));
