@@ -394,16 +394,23 @@ fn detach_events(rng: &mut Rng, shape: &RoleShape) -> Vec<Event> {
     events
 }
 
-/// Smaller schedules to try, most promising first: the schedule's shorter beginnings,
-/// shortest first (a crash's damage is done by the event that caused it; the epilogue then
-/// finds it, so what came after is often not needed, and a failure that reproduces rarely
-/// gets there without passing through every schedule one event shorter), each event left out
-/// (with the wait, cancel or status that depends on a dropped call), fewer identical
-/// invocations, each kill moved earlier (to half its offset).
+/// Smaller schedules to try, most promising first: the schedule's shorter beginnings and
+/// ends, shortest first (a crash's damage is done by the event that caused it and found by the
+/// epilogue, so what came after it, or the calls before the one it interrupted, are often not
+/// needed; a failure that reproduces rarely seldom gets there one event at a time within the
+/// shrinking's minute), each event left out (with the wait, cancel or status that depends on a
+/// dropped call), fewer identical invocations, each kill moved earlier (to half its offset).
 pub fn shrink_candidates(s: &Schedule) -> Vec<Schedule> {
-    let mut out: Vec<Schedule> = (1..s.events.len().saturating_sub(1))
-        .map(|len| Schedule { events: s.events[..len].to_vec(), ..s.clone() })
-        .collect();
+    let n = s.events.len();
+    let mut out: Vec<Schedule> = Vec::new();
+    // Lengths 1 to n - 2: one event shorter is among the single removals below.
+    for len in 1..n.saturating_sub(1) {
+        let beginning = s.events[..len].to_vec();
+        let end = well_formed(s.events[n - len..].to_vec());
+        for events in [beginning, end] {
+            out.push(Schedule { events, ..s.clone() });
+        }
+    }
     for i in 0..s.events.len() {
         let mut events = s.events.clone();
         events.remove(i);
@@ -435,7 +442,14 @@ pub fn shrink_candidates(s: &Schedule) -> Vec<Schedule> {
         events[i] = earlier;
         out.push(Schedule { events, ..s.clone() });
     }
-    out
+    // Each candidate once, in its first place.
+    let mut unique: Vec<Schedule> = Vec::new();
+    for c in out {
+        if !unique.contains(&c) {
+            unique.push(c);
+        }
+    }
+    unique
 }
 
 /// The events with every one that needs an answered call before it (a worker kill, a cancel,
@@ -745,13 +759,16 @@ mod tests {
             final_budget_ms: 620,
         };
         let candidates = shrink_candidates(&s);
-        // The shortest beginning first; no beginning one event short (dropping the last
-        // event gives it), none the whole schedule.
+        // The shortest beginning and end first; none one event short (dropping the first
+        // or last event gives it), none the whole schedule.
         assert_eq!(candidates[0].events, s.events[..1]);
-        assert_eq!(candidates.iter().filter(|c| s.events.starts_with(&c.events)).count(), 2);
-        // Dropping the first call drops the kill that needs its hand-off.
-        assert_eq!(candidates[1].events.len(), 1);
         assert_eq!(candidates[1].events, s.events[2..]);
+        assert_eq!(candidates.iter().filter(|c| s.events.starts_with(&c.events)).count(), 2);
+        // Dropping the first call drops the kill that needs its hand-off: that is the end
+        // again, tried once.
+        for (i, c) in candidates.iter().enumerate() {
+            assert!(!candidates[..i].contains(c), "tried twice: {c}");
+        }
         assert!(candidates.iter().any(|c| c.events.len() == 2));
         assert!(candidates.iter().any(|c| c.copies() == 2));
         assert!(candidates.iter().any(|c| c.kills().contains(&(KillTarget::Worker, 400))));
