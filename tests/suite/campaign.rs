@@ -132,6 +132,27 @@ mod heavy {
         }
         let out = run_kept(dir.path(), None, &id);
         assert_eq!(out.status.code(), Some(0), "{:#}", json(&out));
+        // Its schedule replays, and the replay stops at its first violation.
+        let faulty_profile = profile(dir.path(), Some(fault));
+        let replayed = conform(
+            dir.path(),
+            &[
+                "campaign",
+                workspace_bin("reftool-faulty").to_str().expect("a UTF-8 path"),
+                "--profile",
+                faulty_profile.to_str().expect("a UTF-8 path"),
+                "--replay",
+                failure["schedule_file"].as_str().expect("a kept schedule file"),
+                "-j",
+                "1",
+                "--no-shrink",
+                "--format",
+                "json",
+            ],
+        );
+        let report = json(&replayed);
+        assert_eq!(replayed.status.code(), Some(80), "{report:#}");
+        assert_eq!(report["data"]["summary"]["trials"], 1, "{report:#}");
     }
 
     /// A narrow-window fault breaks its invariant in some runs only: the kept scenario asks
@@ -189,12 +210,15 @@ mod heavy {
                 pyagent.join("fixtures/conform.toml").to_str().expect("a UTF-8 path"),
                 "--replay",
                 schedule.to_str().expect("a UTF-8 path"),
+                "--trials",
+                "3",
                 "--format",
                 "json",
             ],
         );
         let report = json(&out);
         assert_eq!(out.status.code(), Some(0), "{report:#}");
-        assert_eq!(report["data"]["summary"]["held"], 1, "{report:#}");
+        // A replay that never fails runs its schedule as often as it is told.
+        assert_eq!(report["data"]["summary"]["held"], 3, "{report:#}");
     }
 }

@@ -220,12 +220,15 @@ pub fn run(
         interrupted: false,
         stopped_early: false,
     };
+    // A replay runs its one schedule again and again, up to `--trials` times, until it fails:
+    // a failure of milliseconds shows in some runs only, and one green run proves nothing.
+    let replays = options.trials.unwrap_or(u64::from(REPLAY_ATTEMPTS)) as usize;
     let fixed: Option<Vec<(u64, Schedule)>> = match (&options.replay, options.trial) {
-        (Some(s), _) => Some(vec![(options.trial.unwrap_or(0), s.clone())]),
+        (Some(s), _) => Some(vec![(options.trial.unwrap_or(0), s.clone()); replays]),
         (None, Some(t)) => {
             let s = schedule::draw(options.seed, t, &campaign.shapes)
                 .ok_or("no role to draw a schedule for")?;
-            Some(vec![(t, s)])
+            Some(vec![(t, s); replays])
         }
         (None, None) => None,
     };
@@ -637,6 +640,11 @@ pub fn failure_id(seed: u64, trial: u64, invariant: Invariant) -> String {
 /// The most attempts a kept failure's scenario asks for: each is a whole run of the schedule
 /// on the correct tool too.
 pub const MOST_KEPT_ATTEMPTS: u32 = 20;
+
+/// How many times a replay (`--replay`, `--seed S --trial T`) runs its schedule at most,
+/// stopping at its first violation, when `--trials` does not say: as many as a kept failure
+/// asks for at most.
+pub const REPLAY_ATTEMPTS: u32 = MOST_KEPT_ATTEMPTS;
 const _: () = assert!(MOST_KEPT_ATTEMPTS <= crate::catalogue::MAX_ATTEMPTS);
 
 /// How many attempts a kept failure's scenario asks for (its `attempts`): enough that a failure

@@ -51,7 +51,8 @@ pub struct CampaignArgs {
     /// The profile (default: ./conform.toml when it exists).
     #[arg(long, value_name = "FILE")]
     pub profile: Option<PathBuf>,
-    /// Stop after this many trials (alone: no time limit).
+    /// Stop after this many trials (alone: no time limit). With --replay or --trial: run the
+    /// one schedule at most this many times (default 20), stopping at its first violation.
     #[arg(long, value_name = "N")]
     pub trials: Option<u64>,
     /// Stop starting trials after this many minutes (default 2.5 when --trials is not given).
@@ -60,7 +61,8 @@ pub struct CampaignArgs {
     /// The seed of every schedule (default: drawn, and printed for the replay).
     #[arg(long, value_name = "S")]
     pub seed: Option<u64>,
-    /// Run only trial T of the seed (a replay: `--seed S --trial T`).
+    /// Run only trial T of the seed (a replay: `--seed S --trial T`), until it fails, at most
+    /// 20 times (--trials).
     #[arg(long, value_name = "T", requires = "seed")]
     pub trial: Option<u64>,
     /// Replay the schedule in FILE (a kept failure's `.json`, or a campaign's JSON report,
