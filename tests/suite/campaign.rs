@@ -3,7 +3,8 @@
 //! tool and passes on the correct one. A fault of milliseconds fails its kept scenario only as
 //! often as it reproduces: the kept scenario asks for several attempts, and the correct tool
 //! must pass every one. A writer that writes again when called after its work ended is judged
-//! where the work ended, not after the epilogue's fresh start.
+//! where the work ended, not after the epilogue's fresh start, and not at all when identical
+//! copies ran at once and one ended it (another may start afresh after it).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -40,6 +41,17 @@ fn conform(dir: &Path, args: &[&str]) -> Output {
         .expect("conform runs")
 }
 
+/// `conform campaign TOOL --profile PROFILE ARGS... --format json`, run in `dir`.
+fn campaign(dir: &Path, tool: &Path, profile: &Path, args: &[&str]) -> Output {
+    let head = [
+        "campaign",
+        tool.to_str().expect("a UTF-8 path"),
+        "--profile",
+        profile.to_str().expect("a UTF-8 path"),
+    ];
+    conform(dir, &[&head[..], args, &["--format", "json"]].concat())
+}
+
 fn json(out: &Output) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
@@ -55,22 +67,17 @@ fn json(out: &Output) -> serde_json::Value {
 fn keep_a_failure(dir: &Path, fault: Fault) -> (serde_json::Value, PathBuf, String) {
     let faulty_profile = profile(dir, Some(fault));
     let kept = dir.join("kept");
-    let faulty = workspace_bin("reftool-faulty");
-    let out = conform(
+    let out = campaign(
         dir,
+        &workspace_bin("reftool-faulty"),
+        &faulty_profile,
         &[
-            "campaign",
-            faulty.to_str().expect("a UTF-8 path"),
-            "--profile",
-            faulty_profile.to_str().expect("a UTF-8 path"),
             "--role",
             "detach",
             "--seed",
             "26",
             "--minutes",
             "2",
-            "--format",
-            "json",
             "--save-failures",
             kept.to_str().expect("a UTF-8 path"),
         ],
@@ -134,20 +141,16 @@ mod heavy {
         assert_eq!(out.status.code(), Some(0), "{:#}", json(&out));
         // Its schedule replays, and the replay stops at its first violation.
         let faulty_profile = profile(dir.path(), Some(fault));
-        let replayed = conform(
+        let replayed = campaign(
             dir.path(),
+            &workspace_bin("reftool-faulty"),
+            &faulty_profile,
             &[
-                "campaign",
-                workspace_bin("reftool-faulty").to_str().expect("a UTF-8 path"),
-                "--profile",
-                faulty_profile.to_str().expect("a UTF-8 path"),
                 "--replay",
                 failure["schedule_file"].as_str().expect("a kept schedule file"),
                 "-j",
                 "1",
                 "--no-shrink",
-                "--format",
-                "json",
             ],
         );
         let report = json(&replayed);
@@ -188,37 +191,43 @@ mod heavy {
     /// invocation. Judged after the epilogue, this schedule fails the correct tool every time.
     #[test]
     fn a_writer_run_again_after_its_work_ended_is_judged_where_it_ended() {
-        let dir = tempfile::tempdir().unwrap();
-        let pyagent = workspace_root().join("tests/fixtures/tools/pyagent");
-        let schedule = dir.path().join("ended-then-again.json");
         let kill_midway =
             r#"{"event":"call","budget":{"kind":"off"},"copies":1,"signal":["KILL",800]}"#;
         let to_the_end = r#"{"event":"call","budget":{"kind":"off"},"copies":1}"#;
+        replay_holds_on_pyagent(&[kill_midway, to_the_end], 3);
+    }
+
+    /// Two identical `load`s at once: pyagent's second waits for the first's lock and, the
+    /// work having ended, starts afresh (legal, as above): the table twice over when both end.
+    /// The oracle read after them is no one run's, so it judges nothing; judged there, this
+    /// schedule fails the correct tool every time.
+    #[test]
+    fn copies_of_which_one_ends_the_work_leave_the_effect_unjudged() {
+        replay_holds_on_pyagent(&[r#"{"event":"call","budget":{"kind":"off"},"copies":2}"#], 2);
+    }
+
+    /// Replays the resume_writer schedule of `events` on the correct pyagent `trials` times:
+    /// every trial holds.
+    fn replay_holds_on_pyagent(events: &[&str], trials: u64) {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let pyagent = workspace_root().join("tests/fixtures/tools/pyagent");
+        let schedule = dir.path().join("schedule.json");
+        let events = events.join(",");
         std::fs::write(
             &schedule,
-            format!(
-                r#"{{"role":"resume_writer","events":[{kill_midway},{to_the_end}],"final_budget_ms":3000}}"#
-            ),
+            format!(r#"{{"role":"resume_writer","events":[{events}],"final_budget_ms":3000}}"#),
         )
-        .unwrap();
-        let out = conform(
+        .expect("the schedule's file");
+        let count = trials.to_string();
+        let out = campaign(
             dir.path(),
-            &[
-                "campaign",
-                pyagent.join("pyagent.py").to_str().expect("a UTF-8 path"),
-                "--profile",
-                pyagent.join("fixtures/conform.toml").to_str().expect("a UTF-8 path"),
-                "--replay",
-                schedule.to_str().expect("a UTF-8 path"),
-                "--trials",
-                "3",
-                "--format",
-                "json",
-            ],
+            &pyagent.join("pyagent.py"),
+            &pyagent.join("fixtures/conform.toml"),
+            &["--replay", schedule.to_str().expect("a UTF-8 path"), "--trials", &count],
         );
         let report = json(&out);
         assert_eq!(out.status.code(), Some(0), "{report:#}");
         // A replay that never fails runs its schedule as often as it is told.
-        assert_eq!(report["data"]["summary"]["held"], 3, "{report:#}");
+        assert_eq!(report["data"]["summary"]["held"], trials, "{report:#}");
     }
 }

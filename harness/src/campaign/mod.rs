@@ -640,12 +640,12 @@ pub fn failure_id(seed: u64, trial: u64, invariant: Invariant) -> String {
 /// The most attempts a kept failure's scenario asks for: each is a whole run of the schedule
 /// on the correct tool too.
 pub const MOST_KEPT_ATTEMPTS: u32 = 20;
+const _: () = assert!(MOST_KEPT_ATTEMPTS <= crate::catalogue::MAX_ATTEMPTS);
 
 /// How many times a replay (`--replay`, `--seed S --trial T`) runs its schedule at most,
 /// stopping at its first violation, when `--trials` does not say: as many as a kept failure
 /// asks for at most.
 pub const REPLAY_ATTEMPTS: u32 = MOST_KEPT_ATTEMPTS;
-const _: () = assert!(MOST_KEPT_ATTEMPTS <= crate::catalogue::MAX_ATTEMPTS);
 
 /// How many attempts a kept failure's scenario asks for (its `attempts`): enough that a failure
 /// that broke the invariant in `reproduced` of `runs` runs here shows in 99 % of `conform run`s,

@@ -498,7 +498,9 @@ pub struct ScenarioHeading<'a> {
 /// ends: after every step that may end it (a call, a `job wait`, the settling run) a verify
 /// step judges only when that step ended the work and none before it did, and the last one
 /// only when none did (an identical invocation after completion starts fresh, and a writer
-/// without an idempotency key may legally write again; docs/contract.md §6). With `one_job` (a detaching role's kept
+/// without an idempotency key may legally write again; docs/contract.md §6); a call of
+/// several copies that ended the work leaves the effect unjudged (one copy may start afresh
+/// after another ended it). With `one_job` (a detaching role's kept
 /// failure) the first call's identical copies that hand off must name one job
 /// (`same_among_handoffs`), as the campaign's own trials judge it
 /// ([`super::invariant::one_job`]): a copy may legally answer without an id, refused while the

@@ -352,7 +352,11 @@ impl Values<'_> {
                     _ => "the role's verify command answers as after the calibration".into(),
                 };
                 if let Some(step) = &v.when_ended {
-                    line.runs.push_str(&format!(", judged only when step `{step}` ended the work"));
+                    line.runs.push_str(&if self.scenario.runs_copies(step) {
+                        format!(", never judged: step `{step}` runs copies at once, and one may start afresh after another ended the work")
+                    } else {
+                        format!(", judged only when step `{step}` ended the work")
+                    });
                 }
                 if !v.unless_ended.is_empty() {
                     line.runs.push_str(&format!(

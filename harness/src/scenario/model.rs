@@ -532,7 +532,10 @@ pub struct VerifyStep {
     pub unlike_calibrated: Option<bool>,
     /// An earlier run step: the step judges only when a response of that step ended the work
     /// (exited as the uninterrupted run did, never INCOMPLETE): the oracle is read at the
-    /// moment the work ended. Otherwise the step reads the oracle and judges nothing.
+    /// moment the work ended. Otherwise the step reads the oracle and judges nothing; so too
+    /// when that step ran several identical copies (`count`): one copy may wait for another
+    /// and start afresh once the other ended the work, so what the oracle reads is no one
+    /// run's effect.
     #[serde(default)]
     pub when_ended: Option<String>,
     /// Earlier run steps: the step judges nothing when a response of one of them ended the
@@ -1107,6 +1110,13 @@ impl Scenario {
     /// The primary role (the first named), whose calibration the variables refer to.
     pub fn primary_role(&self) -> Option<&str> {
         self.roles.first().map(String::as_str)
+    }
+
+    /// Whether the run step `name` runs several identical copies at once (`count`).
+    pub fn runs_copies(&self, name: &str) -> bool {
+        self.steps
+            .iter()
+            .any(|s| matches!(s, Step::Run(r) if r.name == name && r.count.is_some_and(|n| n > 1)))
     }
 
     /// The declarations some command must make for the scenario to apply: its `applies_to`,

@@ -596,7 +596,11 @@ impl ScenarioState<'_> {
         let now = calibrate::effect_of(&line, &self.base_env, &self.work);
         self.effects.insert(v.name.clone(), now.clone());
         let ended = |step: &String| self.ended_the_work(step);
-        if v.when_ended.as_ref().is_some_and(|step| !ended(step))
+        // Identical copies started at once: one may end the work while another, waiting its
+        // turn, then starts afresh, as the identical invocation after completion does
+        // (docs/contract.md §6). The state read after them is then no one run's: a writer
+        // without an idempotency key may legally have written again. Nothing is judged.
+        if v.when_ended.as_ref().is_some_and(|step| !ended(step) || self.scenario.runs_copies(step))
             || v.unless_ended.iter().any(ended)
         {
             return Ok(Vec::new());
