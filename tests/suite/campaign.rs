@@ -3,8 +3,9 @@
 //! tool and passes on the correct one. A fault of milliseconds fails its kept scenario only as
 //! often as it reproduces: the kept scenario asks for several attempts, and the correct tool
 //! must pass every one. A writer that writes again when called after its work ended is judged
-//! where the work ended, not after the epilogue's fresh start, and not at all when identical
-//! copies ran at once and one ended it (another may start afresh after it).
+//! where the work ended (at a signalled call too, when the work was done before its
+//! response), not after the epilogue's fresh start, and not at all when identical copies ran
+//! at once and one ended it (another may start afresh after it).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -204,6 +205,74 @@ mod heavy {
     #[test]
     fn copies_of_which_one_ends_the_work_leave_the_effect_unjudged() {
         replay_holds_on_pyagent(&[r#"{"event":"call","budget":{"kind":"off"},"copies":2}"#], 2);
+    }
+
+    /// A signal that lands after the work's last commit and before its response: the work is
+    /// done, no response says so, and the identical invocation after it starts afresh (legal,
+    /// as above). Here a shell step does the work unseen between a call killed at once and the
+    /// oracle read after it. The read shows the whole effect, so the work ended at the killed
+    /// call and the fresh run after it is not judged; judged there, the correct tool fails.
+    #[test]
+    fn a_signalled_call_after_which_the_work_is_done_ended_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let pyagent = workspace_root().join("tests/fixtures/tools/pyagent");
+        let scenarios = dir.path().join("scenarios");
+        std::fs::create_dir_all(scenarios.join("REQ-C-035")).unwrap();
+        let scenario = r#"id = "done-before-its-response"
+requirement = "REQ-C-035"
+criterion = "A call signalled after its work's last commit ended the work"
+level = "must"
+roles = ["resume_writer"]
+
+[[steps]]
+action = "run"
+name = "call-1"
+role = "resume_writer"
+kill_group = { after = "1ms", signal = "KILL" }
+
+[[steps]]
+action = "shell"
+name = "done-unseen"
+command = "'{tool}' load rows.csv --db rows.sqlite > /dev/null"
+
+[[steps]]
+action = "verify"
+name = "effect-1"
+when_ended = "call-1"
+
+[[steps]]
+action = "run"
+name = "call-2"
+role = "resume_writer"
+
+[[steps]]
+action = "verify"
+name = "effect-2"
+when_ended = "call-2"
+unless_ended = ["call-1"]
+"#;
+        std::fs::write(scenarios.join("REQ-C-035/done-before-its-response.toml"), scenario)
+            .unwrap();
+        let out = conform(
+            dir.path(),
+            &[
+                "run",
+                pyagent.join("pyagent.py").to_str().expect("a UTF-8 path"),
+                "--profile",
+                pyagent.join("fixtures/conform.toml").to_str().expect("a UTF-8 path"),
+                "--scenarios",
+                scenarios.to_str().expect("a UTF-8 path"),
+                "--only",
+                "done-before-its-response",
+                "--format",
+                "json",
+            ],
+        );
+        let report = json(&out);
+        assert_eq!(out.status.code(), Some(0), "{report:#}");
+        let result = &report["data"]["scenarios"][0];
+        assert_eq!(result["id"], "done-before-its-response", "{report:#}");
+        assert_eq!(result["status"], "pass", "{report:#}");
     }
 
     /// Replays the resume_writer schedule of `events` on the correct pyagent `trials` times:

@@ -532,7 +532,10 @@ pub struct VerifyStep {
     pub unlike_calibrated: Option<bool>,
     /// An earlier run step: the step judges only when a response of that step ended the work
     /// (exited as the uninterrupted run did, never INCOMPLETE): the oracle is read at the
-    /// moment the work ended. Otherwise the step reads the oracle and judges nothing; so too
+    /// moment the work ended. A step that sends a signal (`kill_group`) also ended the work
+    /// when the oracle read here answers the uninterrupted effect: the signal came after the
+    /// work's last commit, before its response. Otherwise the step reads the oracle and
+    /// judges nothing; so too
     /// when that step ran several identical copies (`count`): one copy may wait for another
     /// and start afresh once the other ended the work, so what the oracle reads is no one
     /// run's effect.
@@ -1110,6 +1113,13 @@ impl Scenario {
     /// The primary role (the first named), whose calibration the variables refer to.
     pub fn primary_role(&self) -> Option<&str> {
         self.roles.first().map(String::as_str)
+    }
+
+    /// Whether the run step `name` sends a signal to what it runs (`kill_group`).
+    pub fn signals(&self, name: &str) -> bool {
+        self.steps
+            .iter()
+            .any(|s| matches!(s, Step::Run(r) if r.name == name && r.kill_group.is_some()))
     }
 
     /// Whether the run step `name` runs several identical copies at once (`count`).

@@ -17,7 +17,7 @@ mod invoke;
 mod lifetime;
 mod stop;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -195,6 +195,7 @@ pub fn run_steps(
         notes: Vec::new(),
         started: BTreeMap::new(),
         effects: BTreeMap::new(),
+        ended_unseen: BTreeSet::new(),
         holds: BTreeMap::new(),
         paths: BTreeMap::new(),
     };
@@ -278,6 +279,9 @@ pub struct ScenarioState<'e> {
     started: BTreeMap<String, Instant>,
     /// What each verify step's oracle answered: its output, or why it failed.
     effects: BTreeMap<String, Result<String, String>>,
+    /// Signalled steps that ended the work though no response of theirs says so: the oracle
+    /// read right after them answered the uninterrupted run's effect.
+    ended_unseen: BTreeSet<String>,
     /// What bounds each observation's call, by index in `observations` (calls without a
     /// bound are absent).
     holds: BTreeMap<usize, held::Hold>,
@@ -595,6 +599,16 @@ impl ScenarioState<'_> {
         stop::gate()?;
         let now = calibrate::effect_of(&line, &self.base_env, &self.work);
         self.effects.insert(v.name.clone(), now.clone());
+        // A signal that lands after the work's last commit and before its response leaves the
+        // work done with no response that says so (an exit of 130, 143 or 137). The oracle read
+        // right after the signalled step then answers the uninterrupted effect: that is where
+        // the work ended, and the identical invocation after it may legally start afresh.
+        if let Some(step) = &v.when_ended
+            && self.scenario.signals(step)
+            && now.as_ref() == Ok(&calibrated)
+        {
+            self.ended_unseen.insert(step.clone());
+        }
         let ended = |step: &String| self.ended_the_work(step);
         // Identical copies started at once: one may end the work while another, waiting its
         // turn, then starts afresh, as the identical invocation after completion does
@@ -655,9 +669,13 @@ impl ScenarioState<'_> {
         Ok(findings)
     }
 
-    /// Whether a response of `step` ended the work: it exited as the uninterrupted
-    /// calibration run did, and not INCOMPLETE.
+    /// Whether `step` ended the work: a response of it exited as the uninterrupted
+    /// calibration run did, and not INCOMPLETE, or it was signalled and the oracle read right
+    /// after it answered the uninterrupted effect (`ended_unseen`).
     fn ended_the_work(&self, step: &str) -> bool {
+        if self.ended_unseen.contains(step) {
+            return true;
+        }
         let Some(calibrated) = self.calibration.as_ref().map(|c| c.exit_code) else {
             return false;
         };
