@@ -535,10 +535,9 @@ pub struct VerifyStep {
     /// moment the work ended. A step that sends a signal (`kill_group`) also ended the work
     /// when the oracle read here answers the uninterrupted effect: the signal came after the
     /// work's last commit, before its response. Otherwise the step reads the oracle and
-    /// judges nothing; so too
-    /// when that step ran several identical copies (`count`): one copy may wait for another
-    /// and start afresh once the other ended the work, so what the oracle reads is no one
-    /// run's effect.
+    /// judges nothing; so too when that step ran several identical copies (`count`): one copy
+    /// may wait for another and start afresh once the other ended the work, so what the
+    /// oracle reads is no one run's effect.
     #[serde(default)]
     pub when_ended: Option<String>,
     /// Earlier run steps: the step judges nothing when a response of one of them ended the
