@@ -398,8 +398,9 @@ fn detach_events(rng: &mut Rng, shape: &RoleShape) -> Vec<Event> {
 /// ends, shortest first (a crash's damage is done by the event that caused it and found by the
 /// epilogue, so what came after it, or the calls before the one it interrupted, are often not
 /// needed; a failure that reproduces rarely seldom gets there one event at a time within the
-/// shrinking's minute), each event left out (with the wait, cancel or status that depends on a
-/// dropped call), fewer identical invocations, each kill moved earlier (to half its offset).
+/// shrinking's minute), a call and its `job wait` merged into one call, each event left out
+/// (with the wait, cancel or status that depends on a dropped call), fewer identical
+/// invocations, each kill moved earlier (to half its offset).
 pub fn shrink_candidates(s: &Schedule) -> Vec<Schedule> {
     let n = s.events.len();
     let mut out: Vec<Schedule> = Vec::new();
@@ -408,6 +409,25 @@ pub fn shrink_candidates(s: &Schedule) -> Vec<Schedule> {
         let beginning = s.events[..len].to_vec();
         let end = well_formed(s.events[n - len..].to_vec());
         for events in [beginning, end] {
+            out.push(Schedule { events, ..s.clone() });
+        }
+    }
+    // A call and the `job wait` after it as one call with both budgets: the job runs as long
+    // before the next event, so a kill after them still lands at the same moment of the work,
+    // which dropping the wait would move.
+    for (i, pair) in s.events.windows(2).enumerate() {
+        if let [
+            Event::Call { budget: Budget::Ms(call), copies, signal: None },
+            Event::Wait { budget: wait },
+        ] = pair
+        {
+            let budget = match wait {
+                Budget::Ms(wait) => Budget::Ms(call + wait),
+                Budget::Off => Budget::Off,
+            };
+            let mut events = s.events.clone();
+            events[i] = Event::Call { budget, copies: *copies, signal: None };
+            events.remove(i + 1);
             out.push(Schedule { events, ..s.clone() });
         }
     }
@@ -442,10 +462,11 @@ pub fn shrink_candidates(s: &Schedule) -> Vec<Schedule> {
         events[i] = earlier;
         out.push(Schedule { events, ..s.clone() });
     }
-    // Each candidate once, in its first place.
+    // Each candidate once, in its first place; none without events: that is the uninterrupted
+    // run the campaign calibrated on, and its runs would only spend the shrinking's minute.
     let mut unique: Vec<Schedule> = Vec::new();
     for c in out {
-        if !unique.contains(&c) {
+        if !c.events.is_empty() && !unique.contains(&c) {
             unique.push(c);
         }
     }
@@ -775,6 +796,55 @@ mod tests {
         assert!(candidates.iter().any(|c| c.copies() == 2));
         assert!(candidates.iter().any(|c| c.kills().contains(&(KillTarget::Worker, 400))));
         assert!(candidates.iter().any(|c| c.kills().contains(&(KillTarget::Caller, 200))));
+    }
+
+    /// A minimal schedule of pyagent's stale totals (seed 5018) that shrinking left at four
+    /// events: the merged call keeps the worker's kill at the same moment of the work, and no
+    /// run goes to a schedule without events.
+    #[test]
+    fn shrinking_merges_a_call_and_its_wait_and_never_tries_nothing() {
+        let s = Schedule {
+            role: "detach".into(),
+            events: vec![
+                Event::Call { budget: Budget::Ms(659), copies: 1, signal: None },
+                Event::Wait { budget: Budget::Ms(260) },
+                Event::Call { budget: Budget::Ms(407), copies: 4, signal: None },
+                Event::KillWorker { after_ms: 0 },
+            ],
+            final_budget_ms: 660,
+        };
+        let candidates = shrink_candidates(&s);
+        let merged = vec![
+            Event::Call { budget: Budget::Ms(919), copies: 1, signal: None },
+            Event::Call { budget: Budget::Ms(407), copies: 4, signal: None },
+            Event::KillWorker { after_ms: 0 },
+        ];
+        assert!(candidates.iter().any(|c| c.events == merged), "{candidates:?}");
+        assert!(candidates.iter().all(|c| !c.events.is_empty()), "{candidates:?}");
+        // A wait for the end of the job merges into a call that runs to the end.
+        let to_the_end = Schedule {
+            events: vec![
+                Event::Call { budget: Budget::Ms(5), copies: 2, signal: None },
+                Event::Wait { budget: Budget::Off },
+            ],
+            ..s.clone()
+        };
+        let merged = vec![Event::Call { budget: Budget::Off, copies: 2, signal: None }];
+        assert!(shrink_candidates(&to_the_end).iter().any(|c| c.events == merged));
+        // A killed call is not a hand-off: nothing to merge its wait into.
+        let killed = Schedule {
+            events: vec![
+                Event::Call { budget: Budget::Ms(5), copies: 1, signal: Some((Sig::Int, 3)) },
+                Event::Wait { budget: Budget::Ms(100) },
+            ],
+            ..s
+        };
+        assert!(
+            shrink_candidates(&killed)
+                .iter()
+                .all(|c| c.events.len() < 2
+                    || c.events[1] == Event::Wait { budget: Budget::Ms(100) })
+        );
     }
 
     #[test]
