@@ -783,17 +783,23 @@ mod tests {
         }
     }
 
+    /// A schedule of the detach role with these events.
+    fn detach(events: Vec<Event>) -> Schedule {
+        Schedule { role: "detach".into(), events, final_budget_ms: 620 }
+    }
+
+    /// `copies` identical calls that hand off after `ms`.
+    fn hand_off(ms: u64, copies: u32) -> Event {
+        Event::Call { budget: Budget::Ms(ms), copies, signal: None }
+    }
+
     #[test]
     fn shrinking_drops_events_and_what_depends_on_them() {
-        let s = Schedule {
-            role: "detach".into(),
-            events: vec![
-                Event::Call { budget: Budget::Ms(40), copies: 3, signal: None },
-                Event::KillWorker { after_ms: 800 },
-                Event::Call { budget: Budget::Off, copies: 1, signal: Some((Sig::Kill, 400)) },
-            ],
-            final_budget_ms: 620,
-        };
+        let s = detach(vec![
+            hand_off(40, 3),
+            Event::KillWorker { after_ms: 800 },
+            Event::Call { budget: Budget::Off, copies: 1, signal: Some((Sig::Kill, 400)) },
+        ]);
         let candidates = shrink_candidates(&s);
         // The shortest beginning and end first; none one event short (dropping the first
         // or last event gives it), none the whole schedule.
@@ -816,70 +822,29 @@ mod tests {
     /// without events.
     #[test]
     fn shrinking_merges_hand_offs_and_never_tries_nothing() {
-        let s = Schedule {
-            role: "detach".into(),
-            events: vec![
-                Event::Call { budget: Budget::Ms(659), copies: 1, signal: None },
-                Event::Wait { budget: Budget::Ms(260) },
-                Event::Call { budget: Budget::Ms(407), copies: 4, signal: None },
-                Event::KillWorker { after_ms: 0 },
-            ],
-            final_budget_ms: 660,
+        let kill = |after_ms| Event::KillWorker { after_ms };
+        let wait = |ms| Event::Wait { budget: Budget::Ms(ms) };
+        let has = |s: &Schedule, events: &[Event]| {
+            shrink_candidates(s).iter().position(|c| c.events == events)
         };
-        let candidates = shrink_candidates(&s);
-        let merged = vec![
-            Event::Call { budget: Budget::Ms(919), copies: 1, signal: None },
-            Event::Call { budget: Budget::Ms(407), copies: 4, signal: None },
-            Event::KillWorker { after_ms: 0 },
-        ];
-        assert!(candidates.iter().any(|c| c.events == merged), "{candidates:?}");
-        assert!(candidates.iter().all(|c| !c.events.is_empty()), "{candidates:?}");
+        // pyagent's stale totals, seed 5018.
+        let s = detach(vec![hand_off(659, 1), wait(260), hand_off(407, 4), kill(0)]);
+        assert!(has(&s, &[hand_off(919, 1), hand_off(407, 4), kill(0)]).is_some());
+        assert!(shrink_candidates(&s).iter().all(|c| !c.events.is_empty()));
         // reftool's stale totals, seed 5017: one call of all three budgets failed 3 of 24
         // replays, the call and its wait merged 0 of 24; the longest run comes first.
-        let handoffs = Schedule {
-            events: vec![
-                Event::Call { budget: Budget::Ms(7), copies: 1, signal: None },
-                Event::Wait { budget: Budget::Ms(862) },
-                Event::Call { budget: Budget::Ms(39), copies: 1, signal: None },
-                Event::KillWorker { after_ms: 613 },
-            ],
-            ..s.clone()
-        };
-        let candidates = shrink_candidates(&handoffs);
-        let at = |events: &[Event]| candidates.iter().position(|c| c.events == events);
-        let one_call = at(&[
-            Event::Call { budget: Budget::Ms(908), copies: 1, signal: None },
-            Event::KillWorker { after_ms: 613 },
-        ]);
-        let call_and_wait = at(&[
-            Event::Call { budget: Budget::Ms(869), copies: 1, signal: None },
-            Event::Call { budget: Budget::Ms(39), copies: 1, signal: None },
-            Event::KillWorker { after_ms: 613 },
-        ]);
-        assert!(one_call.is_some() && one_call < call_and_wait, "{candidates:?}");
+        let s = detach(vec![hand_off(7, 1), wait(862), hand_off(39, 1), kill(613)]);
+        let one_call = has(&s, &[hand_off(908, 1), kill(613)]);
+        let call_and_wait = has(&s, &[hand_off(869, 1), hand_off(39, 1), kill(613)]);
+        assert!(one_call.is_some() && one_call < call_and_wait, "{one_call:?} {call_and_wait:?}");
         // A wait for the end of the job merges into a call that runs to the end.
-        let to_the_end = Schedule {
-            events: vec![
-                Event::Call { budget: Budget::Ms(5), copies: 2, signal: None },
-                Event::Wait { budget: Budget::Off },
-            ],
-            ..s.clone()
-        };
-        let merged = vec![Event::Call { budget: Budget::Off, copies: 2, signal: None }];
-        assert!(shrink_candidates(&to_the_end).iter().any(|c| c.events == merged));
+        let s = detach(vec![hand_off(5, 2), Event::Wait { budget: Budget::Off }]);
+        assert!(has(&s, &[Event::Call { budget: Budget::Off, copies: 2, signal: None }]).is_some());
         // A killed call is not a hand-off: nothing to merge its wait into.
-        let killed = Schedule {
-            events: vec![
-                Event::Call { budget: Budget::Ms(5), copies: 1, signal: Some((Sig::Int, 3)) },
-                Event::Wait { budget: Budget::Ms(100) },
-            ],
-            ..s
-        };
+        let killed = Event::Call { budget: Budget::Ms(5), copies: 1, signal: Some((Sig::Int, 3)) };
+        let s = detach(vec![killed, wait(100)]);
         assert!(
-            shrink_candidates(&killed)
-                .iter()
-                .all(|c| c.events.len() < 2
-                    || c.events[1] == Event::Wait { budget: Budget::Ms(100) })
+            shrink_candidates(&s).iter().all(|c| c.events.len() < 2 || c.events[1] == wait(100))
         );
     }
 
